@@ -1,0 +1,38 @@
+"""The error classes mindnet raises. The library raises; only the CLI prints and exits.
+
+Every error that concerns a user's file carries the path and, where known, the 1-based line,
+so the one-line message can point at the exact spot (R3).
+"""
+
+from __future__ import annotations
+
+
+class MindnetError(Exception):
+    """Root of every error mindnet raises on purpose."""
+
+
+class ConfigError(MindnetError):
+    """A setting in mindnet.toml, the environment or a flag is invalid."""
+
+
+class NoteError(MindnetError):
+    """A note cannot be read or parsed; the rest of the vault still loads (R3)."""
+
+    def __init__(self, path: str, reason: str, line: int | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.line = line
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        """`path:line: reason`, the format editors and CI annotators understand."""
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.reason}"
+
+
+class ChunkingError(MindnetError):
+    """A chunking strategy could not finish a note (bad settings, runaway pattern)."""
+
+
+class StoreError(MindnetError):
+    """The store is unusable: locked, built with another model, unreachable."""

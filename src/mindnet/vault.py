@@ -1,0 +1,433 @@
+"""Discover and read the notes of a vault (R1–R6): the only stage that reads note files.
+
+A bad file never stops the others (R3): `read_vault` returns the notes it could read and one
+`NoteProblem` per file it could not, each with path, line and a one-line reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import unicodedata
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from . import frontmatter as fm
+from .config import Settings
+from .errors import NoteError
+from .text import content_hash, line_of, line_starts, slugify
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One Markdown file of the vault, frontmatter parsed, body kept byte-for-byte (R4)."""
+
+    note_id: str
+    """Frontmatter `id`, else the slug of the filename stem."""
+    title: str
+    """Frontmatter `title`, else the first H1, else the filename stem."""
+    type: str
+    """Frontmatter `type`, else `note`; selects the chunk profile."""
+    status: str | None
+    tags: tuple[str, ...]
+    aliases: tuple[str, ...]
+    area: str | None
+    project: str | None
+    priority: str | None
+    people: tuple[str, ...]
+    created: str
+    """ISO 8601; frontmatter `created`, else the file's mtime."""
+    updated: str | None
+    path: str
+    """Vault-relative, `/`-separated."""
+    lang: str
+    """ISO 639-1; frontmatter `lang` wins over detection (R6)."""
+    fulltext: str
+    """The body exactly as in the file (CRLF, BOM-less), frontmatter removed: lossless."""
+    frontmatter: dict[str, Any]
+    """The whole parsed mapping, with YAML 1.1 surprises repaired (see `_repair`)."""
+    references: tuple[str, ...]
+    """Link targets named in frontmatter link fields (`related: "[[X]]"`), raw text."""
+    content_hash: str
+    """Hash of the whole file text; decides whether an import must redo the note."""
+    body_line: int = 1
+    """1-based file line on which `fulltext` starts, to map body positions to file lines."""
+    warnings: tuple[str, ...] = field(default=())
+    """Defaults applied and other non-fatal findings, one line each (reported by lint)."""
+    field_lines: dict[str, int] = field(default_factory=dict)
+    """1-based file line of each frontmatter key, so findings point at the exact line."""
+
+    @property
+    def id_explicit(self) -> bool:
+        """Whether the id was written in the frontmatter rather than defaulted."""
+        return not _blank(self.frontmatter.get("id"))
+
+    def frontmatter_line(self, key: str) -> int | None:
+        return self.field_lines.get(key)
+
+
+@dataclass(frozen=True, slots=True)
+class NoteProblem:
+    """A file that could not become a note, or a note with a finding worth reporting."""
+
+    path: str
+    line: int | None
+    reason: str
+    severity: str = "error"
+    """`error`: the file was skipped (exit code says so); `warning`: imported with a default."""
+
+    def one_line(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line is not None else self.path
+        return f"{where}: {self.severity}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class VaultResult:
+    """Everything read from a vault folder in one pass."""
+
+    root: str
+    notes: tuple[Note, ...]
+    problems: tuple[NoteProblem, ...]
+    """Skipped files (errors); per-note warnings stay on `Note.warnings`."""
+    attachments: tuple[str, ...]
+    """Vault-relative paths of non-Markdown files, so links to them resolve as attachments."""
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for p in self.problems if p.severity == "error")
+
+
+REQUIRED_FIELDS = ("title", "id", "type", "status", "created", "tags")
+EXCLUDED_DIRS = frozenset({".obsidian", ".trash", ".git", ".mindnet"})
+IGNORE_FILE = ".mindnetignore"
+_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
+_FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)", re.M | re.S)
+_BOM = "\ufeff"
+
+
+def read_vault(root: str | Path, settings: Settings | None = None) -> VaultResult:
+    """Read every note of a vault; bad files become problems, never exceptions (R1, R3).
+
+    Duplicate ids: the first path in sorted order keeps the id, later ones are reported and skipped.
+    """
+    settings = settings or Settings()
+    root_path = Path(root)
+    if not root_path.is_dir():
+        raise NoteError(str(root), "vault folder not found")
+    files, attachments, problems = discover(root_path)
+    read: list[Note] = []
+    for rel in files:
+        try:
+            read.append(read_note(root_path / rel, rel, settings))
+        except NoteError as exc:
+            problems.append(NoteProblem(exc.path, exc.line, exc.reason))
+    notes, duplicates = _assign_ids(read)
+    problems.extend(duplicates)
+    problems.sort(key=lambda p: (p.path, p.line or 0))
+    return VaultResult(str(root_path), tuple(notes), tuple(problems), tuple(attachments))
+
+
+def _assign_ids(read: list[Note]) -> tuple[list[Note], list[NoteProblem]]:
+    """Make note ids unique: explicit ids first, then defaults (R3).
+
+    Two explicit equal ids are a user error: the first path (sorted) wins and the others are
+    reported and skipped. A *defaulted* id (the filename stem) that collides with an earlier one is
+    not the user's error (`index.md` in many folders is normal): it falls back to the slug of the
+    vault-relative path, so every file still becomes exactly one note.
+    """
+    taken: dict[str, str] = {}
+    problems: list[NoteProblem] = []
+    explicit = [n for n in read if n.id_explicit]
+    for note in explicit:
+        key = note.note_id.casefold()
+        if key in taken:
+            reason = f"duplicate id {note.note_id!r}: already used by {taken[key]}; note skipped"
+            problems.append(NoteProblem(note.path, note.frontmatter_line("id"), reason))
+        else:
+            taken[key] = note.path
+    kept: list[Note] = []
+    for note in read:
+        if note.id_explicit:
+            if taken.get(note.note_id.casefold()) == note.path:
+                kept.append(note)
+            continue
+        note_id = note.note_id
+        if note_id.casefold() in taken:
+            base = note_id = path_slug(note.path)
+            suffix = 1
+            while note_id.casefold() in taken:
+                suffix += 1
+                note_id = f"{base}-{suffix}"
+            note = replace(note, note_id=note_id)
+        taken[note_id.casefold()] = note.path
+        kept.append(note)
+    return kept, problems
+
+
+def path_slug(rel: str) -> str:
+    """Slug of a vault-relative path without `.md`, segment by segment (`a/B c.md` → `a/b-c`)."""
+    stem = rel[:-3] if rel.lower().endswith(".md") else rel
+    return "/".join(slugify(part) or "_" for part in stem.split("/"))
+
+
+def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
+    """Walk the vault: Markdown files, other files (attachments), and paths that cannot be walked.
+
+    Symlinks are followed only while they stay inside the vault, and each real folder is entered
+    once, so a symlink loop ends with a report instead of recursion.
+    """
+    spec = _ignore_spec(root)
+    real_root = root.resolve()
+    notes: list[str] = []
+    others: list[str] = []
+    problems: list[NoteProblem] = []
+    visited: set[str] = {str(real_root)}
+    stack: list[tuple[Path, str]] = [(root, "")]
+    while stack:
+        folder, rel_folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(NoteProblem(rel_folder or ".", None, f"cannot read folder: {_os_reason(exc)}"))
+            continue
+        for entry in entries:
+            rel = f"{rel_folder}{entry.name}"
+            rel = unicodedata.normalize("NFC", rel)
+            if entry.name in EXCLUDED_DIRS:
+                continue
+            try:
+                is_dir = entry.is_dir()
+            except OSError as exc:
+                problems.append(NoteProblem(rel, None, f"cannot read: {_os_reason(exc)}"))
+                continue
+            if spec is not None and spec.match_file(rel + ("/" if is_dir else "")):
+                continue
+            if entry.is_symlink():
+                target = _symlink_target(Path(entry.path), real_root)
+                if target is None:
+                    if rel.endswith(".md") or is_dir:
+                        problems.append(NoteProblem(rel, None, "symlink points outside the vault; not followed"))
+                    continue
+                if not os.path.exists(entry.path):
+                    problems.append(NoteProblem(rel, None, "broken symlink; not followed"))
+                    continue
+            if is_dir:
+                real = os.path.realpath(entry.path)
+                if real in visited:
+                    problems.append(NoteProblem(rel, None, "symlink loop; folder already read, not followed"))
+                    continue
+                visited.add(real)
+                stack.append((Path(entry.path), rel + "/"))
+            elif entry.name.lower().endswith(".md"):
+                notes.append(rel)
+            elif entry.name != IGNORE_FILE and entry.name != "mindnet.toml":
+                others.append(rel)
+    notes.sort()
+    others.sort()
+    return notes, others, problems
+
+
+def _ignore_spec(root: Path) -> pathspec.PathSpec | None:
+    path = root / IGNORE_FILE
+    if not path.is_file():
+        return None
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return pathspec.PathSpec.from_lines("gitignore", lines)
+
+
+def _symlink_target(link: Path, real_root: Path) -> Path | None:
+    """The resolved target if it stays inside the vault, else None (R1)."""
+    try:
+        target = link.resolve()
+    except (OSError, RuntimeError):
+        return link  # a loop: let the folder walk report it
+    try:
+        target.relative_to(real_root)
+    except ValueError:
+        return None
+    return target
+
+
+def _os_reason(exc: OSError) -> str:
+    return (exc.strerror or str(exc)).lower()
+
+
+def read_note(path: Path, rel: str, settings: Settings) -> Note:
+    """Read one note file.
+
+    Raises:
+        NoteError: the file cannot become a note (size, encoding, NUL, empty, malformed YAML).
+    """
+    text = _read_text(path, rel, settings.max_file_bytes)
+    warnings: list[str] = []
+    if text.startswith(_BOM):
+        text = text[1:]
+        warnings.append("UTF-8 byte order mark ignored")
+    if not text.strip():
+        raise NoteError(rel, "empty file", 1)
+    parts = fm.split(text)
+    if parts.yaml_text is not None:
+        parsed = fm.parse(parts.yaml_text, rel, parts.yaml_line)
+        data, field_lines = parsed.data, parsed.field_lines
+        warnings.extend(parsed.repairs)
+    else:
+        data, field_lines = {}, {}
+    body = parts.body
+    missing = [f for f in REQUIRED_FIELDS if _blank(data.get(f))]
+    if missing and settings.strict:
+        raise NoteError(rel, f"missing required field(s): {', '.join(missing)} (--strict)", parts.yaml_line or 1)
+    stem = unicodedata.normalize("NFC", Path(rel).stem)
+    title = _text(data.get("title")) or _first_h1(body) or stem
+    note_id = _text(data.get("id")) or slugify(stem) or content_hash(rel)[:12]
+    created = _text(data.get("created")) or _mtime_iso(path)
+    for f in missing:
+        warnings.append(f"missing required field {f!r}; default used")
+    lang = _text(data.get("lang")) or detect_language(body, settings.languages)
+    return Note(
+        note_id=note_id,
+        title=title,
+        type=_text(data.get("type")) or "note",
+        status=_text(data.get("status")),
+        tags=_string_list(data.get("tags"), tags=True),
+        aliases=_string_list(data.get("aliases")),
+        area=_text(data.get("area")),
+        project=_text(data.get("project")),
+        priority=_text(data.get("priority")),
+        people=_string_list(data.get("people")),
+        created=created,
+        updated=_text(data.get("updated")),
+        path=rel,
+        lang=lang,
+        fulltext=body,
+        frontmatter=data,
+        references=_frontmatter_link_targets(data),
+        content_hash=content_hash(text),
+        body_line=parts.body_line,
+        warnings=tuple(warnings),
+        field_lines=field_lines,
+    )
+
+
+def _read_text(path: Path, rel: str, limit: int) -> str:
+    try:
+        size = path.stat().st_size
+        if size > limit:
+            raise NoteError(rel, f"file is {size / 1e6:.1f} MB, over the {limit / 1e6:.1f} MB limit (max_file_bytes)")
+        raw = path.read_bytes()
+    except NoteError:
+        raise
+    except OSError as exc:
+        raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
+    nul = raw.find(b"\x00")
+    if nul >= 0 and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        line = raw.count(b"\n", 0, nul) + 1
+        raise NoteError(rel, "NUL byte in file (binary file or wrong encoding)", line)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise NoteError(
+            rel, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col}); save the file as UTF-8", line
+        ) from None
+
+
+def _blank(value: Any) -> bool:
+    return value is None or value == "" or value == []
+
+
+def _text(value: Any) -> str | None:
+    if _blank(value):
+        return None
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return str(value).strip() or None
+
+
+_TAG_SPLIT = re.compile(r"[,\s]+")
+
+
+def _string_list(value: Any, tags: bool = False) -> tuple[str, ...]:
+    """A list field as strings; a scalar becomes a one-item list (`tags: a, b` or `tags: #a #b` split)."""
+    if _blank(value):
+        return ()
+    items = value if isinstance(value, list) else _TAG_SPLIT.split(str(value)) if tags else [value]
+    out: list[str] = []
+    for item in items:
+        if _blank(item) or isinstance(item, dict):
+            continue
+        s = str(item).strip()
+        if tags:
+            s = s.lstrip("#")
+        if s and s not in out:
+            out.append(s)
+    return tuple(out)
+
+
+_WIKILINK_VALUE = re.compile(r"\[\[([^\]|#]+)(?:#[^\]|]*)?(?:\|[^\]]*)?\]\]")
+
+
+def _frontmatter_link_targets(data: dict[str, Any]) -> tuple[str, ...]:
+    """Targets of `[[X]]` values anywhere in the frontmatter (R4 `references` fallback)."""
+    found: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.extend(m.group(1).strip() for m in _WIKILINK_VALUE.finditer(value))
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+
+    walk(data)
+    return tuple(dict.fromkeys(found))
+
+
+def _first_h1(body: str) -> str | None:
+    masked = _FENCE_BLOCK.sub("", body.replace("\r\n", "\n").replace("\r", "\n"))
+    m = _H1.search(masked)
+    return m.group(1).strip() if m else None
+
+
+def _mtime_iso(path: Path) -> str:
+    try:
+        return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat(timespec="seconds")
+    except OSError:
+        return datetime.fromtimestamp(0, tz=UTC).isoformat(timespec="seconds")
+
+
+@lru_cache(maxsize=8)
+def _identifier(languages: tuple[str, ...]) -> Any:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    identifier.set_languages(list(languages))
+    return identifier
+
+
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_LINK_SYNTAX = re.compile(r"\[\[[^\]]*\]\]|\]\([^)]*\)|https?://\S+")
+
+
+def detect_language(text: str, languages: tuple[str, ...]) -> str:
+    """ISO 639-1 code among `languages`, offline (R6); code and link syntax are ignored."""
+    if len(languages) == 1:
+        return languages[0]
+    prose = _FENCE_BLOCK.sub(" ", text)
+    prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", prose))
+    if len(prose.strip()) < 3:
+        return languages[0]
+    lang, _prob = _identifier(tuple(languages)).classify(prose[:20000])
+    return str(lang)
+
+
+def file_line(note: Note, body_offset: int, starts: list[int] | None = None) -> int:
+    """1-based file line of a char offset into `note.fulltext`."""
+    return note.body_line - 1 + line_of(starts or line_starts(note.fulltext), body_offset)
