@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 E5 := $(shell $(PYTHON) -c "import platform; print('e5' if platform.system()=='Linux' and platform.machine()=='x86_64' else '')")
 EXTRAS_RUN := $(if $(E5),[e5],)
-EXTRAS_TEST := $(if $(E5),[dev,e5],[dev])
+COMMA := ,
+EXTRAS_TEST := $(if $(E5),[dev$(COMMA)e5],[dev])
 QUERY ?= Wie funktioniert das Chunking von Notizen?
 
 .PHONY: run test lint bench clean
