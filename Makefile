@@ -20,11 +20,11 @@ run: $(BIN)/python
 
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".$(EXTRAS_TEST)"
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest
 
 lint:
-	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff check .
 
 clean:
 	rm -rf $(VENV) examples/vault/.mindnet

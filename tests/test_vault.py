@@ -56,7 +56,8 @@ def test_full_frontmatter_note_has_r4_fields(tmp_path: Path) -> None:
 
 
 def test_note_without_frontmatter_gets_defaults_reported_as_warnings(tmp_path: Path) -> None:
-    write(tmp_path, "Mein Gedanke.md", "# Über Rückverweise\n\nBacklinks turn a folder of notes into a network that you can walk in both directions.\n")
+    body = "Backlinks turn a folder of notes into a network that you can walk in both directions.\n"
+    write(tmp_path, "Mein Gedanke.md", "# Über Rückverweise\n\n" + body)
     (note,) = read_vault(tmp_path).notes
     assert note.note_id == "mein-gedanke"
     assert note.title == "Über Rückverweise"
