@@ -44,10 +44,8 @@ def normalise(text: str) -> str:
         else:
             segment = unicodedata.normalize("NFKC", segment)
             segment = _TRAILING_SPACE.sub("", segment)
-            parts.append(segment)
-    out = "".join(parts)
-    out = _BLANK_RUNS.sub("\n\n", out)
-    return out.strip("\n")
+            parts.append(_BLANK_RUNS.sub("\n\n", segment))
+    return "".join(parts).strip("\n")
 
 
 def _split_fences(text: str) -> list[tuple[bool, str]]:

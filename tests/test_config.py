@@ -1,0 +1,72 @@
+"""Settings layers (R26): defaults < mindnet.toml < MINDNET_* environment < flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mindnet.config import DEFAULT_PROFILES, Profile, load_settings
+from mindnet.errors import ConfigError
+
+
+def test_defaults_match_the_spec_profile_table() -> None:
+    settings = load_settings(env={})
+    assert settings.profile_for("thought") == Profile(150, 250, 300, 30, 40)
+    assert settings.profile_for("project") == Profile(300, 450, 600, 50, 70)
+    assert settings.profile_for("anything-else") == DEFAULT_PROFILES["default"]
+    assert settings.languages == ("de", "en")
+    assert settings.strategy == "structure"
+
+
+def test_layers_override_in_order(tmp_path: Path) -> None:
+    (tmp_path / "mindnet.toml").write_text(
+        'model = "use"\ncollection_prefix = "toml"\nstrict = true\n[profiles.thought]\nmax = 320\n',
+        encoding="utf-8",
+    )
+    env = {"MINDNET_COLLECTION_PREFIX": "env", "MINDNET_STRICT": "false"}
+    settings = load_settings(tmp_path, env=env, overrides={"collection_prefix": "flag"})
+    assert settings.collection_prefix == "flag"
+    assert settings.strict is False
+    assert settings.profile_for("thought") == Profile(150, 250, 320, 30, 40)
+
+
+def test_recursive_settings_globally_and_per_type(tmp_path: Path) -> None:
+    (tmp_path / "mindnet.toml").write_text(
+        '[recursive]\nmax_chunk_size = 120\nseparator_group = "markdown"\n'
+        '[types.source]\nstrategy = "recursive"\n[types.source.recursive]\nseparators = ["\\n\\n"]\n',
+        encoding="utf-8",
+    )
+    settings = load_settings(tmp_path, env={})
+    assert settings.recursive.max_chunk_size == 120
+    assert settings.recursive.separator_group == "markdown"
+    assert settings.strategy_for("source") == "recursive"
+    assert settings.strategy_for("thought") == "structure"
+    per_type = settings.recursive_for("source")
+    assert per_type.separators == ("\n\n",)
+    assert per_type.separator_group is None
+    assert per_type.max_chunk_size == 120
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ("bogus = 1\n", "unknown setting 'bogus'"),
+        ("strict = 'maybe'\n", "invalid value for 'strict'"),
+        ("strategy = 'semantic'\n", "strategy must be 'structure' or 'recursive'"),
+        ("[profiles.task]\nmax = 10\n", "profile 'task': need 0 < target_min <= target_max <= max"),
+        ("x = [\n", "invalid TOML"),
+    ],
+)
+def test_bad_config_names_the_file(tmp_path: Path, toml: str, message: str) -> None:
+    (tmp_path / "mindnet.toml").write_text(toml, encoding="utf-8")
+    with pytest.raises(ConfigError) as info:
+        load_settings(tmp_path, env={})
+    assert str(tmp_path / "mindnet.toml") in str(info.value)
+    assert message in str(info.value)
+
+
+def test_env_lists_and_numbers() -> None:
+    settings = load_settings(env={"MINDNET_LANGUAGES": "de, en, fr", "MINDNET_THREADS": "3"})
+    assert settings.languages == ("de", "en", "fr")
+    assert settings.threads == 3
