@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -110,10 +111,18 @@ _FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\
 _BOM = "\ufeff"
 
 
-def read_vault(root: str | Path, settings: Settings | None = None) -> VaultResult:
+def read_vault(
+    root: str | Path, settings: Settings | None = None, known_langs: Mapping[str, str] | None = None
+) -> VaultResult:
     """Read every note of a vault; bad files become problems, never exceptions (R1, R3).
 
     Duplicate ids: the first path in sorted order keeps the id, later ones are reported and skipped.
+
+    Args:
+        root: the vault folder.
+        settings: resolved settings (defaults when None).
+        known_langs: detected language by `content_hash` from an earlier import; an unchanged file
+            then skips detection, which keeps a no-op re-import from loading the language model.
     """
     settings = settings or Settings()
     root_path = Path(root)
@@ -123,7 +132,7 @@ def read_vault(root: str | Path, settings: Settings | None = None) -> VaultResul
     read: list[Note] = []
     for rel in files:
         try:
-            read.append(read_note(root_path / rel, rel, settings))
+            read.append(read_note(root_path / rel, rel, settings, known_langs))
         except NoteError as exc:
             problems.append(NoteProblem(exc.path, exc.line, exc.reason))
     notes, duplicates = _assign_ids(read)
@@ -257,13 +266,28 @@ def _os_reason(exc: OSError) -> str:
     return (exc.strerror or str(exc)).lower()
 
 
-def read_note(path: Path, rel: str, settings: Settings) -> Note:
+def read_note(path: Path, rel: str, settings: Settings, known_langs: Mapping[str, str] | None = None) -> Note:
     """Read one note file.
 
     Raises:
         NoteError: the file cannot become a note (size, encoding, NUL, empty, malformed YAML).
     """
     text = _read_text(path, rel, settings.max_file_bytes)
+    return parse_note(text, rel, settings, lambda: _mtime_iso(path), known_langs)
+
+
+def parse_note(
+    text: str,
+    rel: str,
+    settings: Settings,
+    default_created: Callable[[], str] | None = None,
+    known_langs: Mapping[str, str] | None = None,
+) -> Note:
+    """A note from its file text; `default_created` gives the creation time when none is written (mtime).
+
+    Raises:
+        NoteError: empty text, malformed YAML, or missing required fields under `--strict`.
+    """
     warnings: list[str] = []
     if text.startswith(_BOM):
         text = text[1:]
@@ -284,10 +308,11 @@ def read_note(path: Path, rel: str, settings: Settings) -> Note:
     stem = unicodedata.normalize("NFC", Path(rel).stem)
     title = _text(data.get("title")) or _first_h1(body) or stem
     note_id = _text(data.get("id")) or slugify(stem) or content_hash(rel)[:12]
-    created = _text(data.get("created")) or _mtime_iso(path)
+    created = _text(data.get("created")) or (default_created() if default_created else _now_iso())
     for f in missing:
         warnings.append(f"missing required field {f!r}; default used")
-    lang = _text(data.get("lang")) or detect_language(body, settings.languages)
+    digest = content_hash(text)
+    lang = _text(data.get("lang")) or (known_langs or {}).get(digest) or detect_language(body, settings.languages)
     return Note(
         note_id=note_id,
         title=title,
@@ -306,7 +331,7 @@ def read_note(path: Path, rel: str, settings: Settings) -> Note:
         fulltext=body,
         frontmatter=data,
         references=_frontmatter_link_targets(data),
-        content_hash=content_hash(text),
+        content_hash=digest,
         body_line=parts.body_line,
         warnings=tuple(warnings),
         field_lines=field_lines,
@@ -394,6 +419,10 @@ def _first_h1(body: str) -> str | None:
     masked = _FENCE_BLOCK.sub("", body.replace("\r\n", "\n").replace("\r", "\n"))
     m = _H1.search(masked)
     return m.group(1).strip() if m else None
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def _mtime_iso(path: Path) -> str:

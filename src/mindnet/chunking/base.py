@@ -7,7 +7,16 @@ way for both, so the payload never depends on the strategy (R11, R12, R14).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..markdown import parse_blocks
+from ..text import content_hash, line_of, line_starts, normalise
+from ..vault import Note, detect_language
+
+if TYPE_CHECKING:
+    from .tokens import Tokenizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,3 +91,111 @@ class Chunk:
     external_links: tuple[str, ...] = ()
     references: tuple[LinkRef, ...] = ()
     neighbors: dict[str, str | None] = field(default_factory=lambda: {"prev": None, "next": None})
+
+
+# --- finalize: spans -> chunks ---------------------------------------------------------------------
+
+STABLE_KEY_TOKENS = 64
+"""Tokens of a chunk's start that, with its section path, identify it across edits (R12)."""
+
+
+def chunk_id(note_id: str, index: int, total: int) -> str:
+    """`{note_id}#c{NN}`: 1-based, zero-padded to two digits or to the width of the total (R12)."""
+    width = max(2, len(str(total)))
+    return f"{note_id}#c{index:0{width}d}"
+
+
+def finalize(
+    note: Note,
+    spans: Sequence[ChunkSpan],
+    tokenizer: Tokenizer,
+    languages: tuple[str, ...] = ("de", "en"),
+) -> list[Chunk]:
+    """Turn a strategy's spans into chunk records with the payload of the seed example.
+
+    Section fields left None by a strategy are derived from the H2/H3 headings above the span's
+    new content, so the recursive strategy carries the same section payload as the structure one.
+    """
+    body = note.fulltext
+    starts = line_starts(body)
+    headings = _section_headings(body) if any(s.section_path is None for s in spans) else []
+    texts = [normalise(body[s.char_start : s.char_end]) for s in spans]
+    counts = tokenizer.count_many(texts)
+    total = len(spans)
+    ids = [chunk_id(note.note_id, i + 1, total) for i in range(total)]
+    chunks: list[Chunk] = []
+    for i, (span, text, count) in enumerate(zip(spans, texts, counts, strict=True)):
+        title, path = span.section_title, span.section_path
+        if path is None:
+            title, path = _section_at(headings, span.content_start)
+        last = max(span.char_start, span.char_end - 1)
+        chunks.append(
+            Chunk(
+                chunk_id=ids[i],
+                note_id=note.note_id,
+                note_title=note.title,
+                path=note.path,
+                type=note.type,
+                area=note.area,
+                project=note.project,
+                tags=note.tags,
+                chunk_index=i + 1,
+                char_start=span.char_start,
+                char_end=span.char_end,
+                content_start=span.content_start,
+                line_start=note.body_line - 1 + line_of(starts, span.char_start),
+                line_end=note.body_line - 1 + line_of(starts, last),
+                token_count=count,
+                section_title=title or "",
+                section_path=path,
+                lang=_chunk_language(text, note.lang, languages),
+                text=text,
+                created_at=note.created,
+                oversize=span.oversize,
+                has_code=span.has_code,
+                summary=span.summary,
+                stable_key=_stable_key(path, text, tokenizer),
+                text_hash=content_hash(text),
+                neighbors={"prev": ids[i - 1] if i else None, "next": ids[i + 1] if i + 1 < total else None},
+            )
+        )
+    return chunks
+
+
+def _stable_key(section_path: str, text: str, tokenizer: Tokenizer) -> str:
+    pieces = tokenizer.pieces(text)
+    head = text[: pieces[STABLE_KEY_TOKENS][0]] if len(pieces) > STABLE_KEY_TOKENS else text
+    return content_hash(f"{section_path}\n{head}")
+
+
+_MIN_CHARS_FOR_DETECTION = 80
+"""Below this, a chunk's language guess is noise; it inherits the note's language (R6)."""
+
+
+def _chunk_language(text: str, note_lang: str, languages: tuple[str, ...]) -> str:
+    if len(text) < _MIN_CHARS_FOR_DETECTION or note_lang not in languages:
+        return note_lang
+    return detect_language(text, languages)
+
+
+def _section_headings(body: str) -> list[tuple[int, int, str]]:
+    """(char_start, level, title) of every H2/H3 block: the headings that open sections (R7)."""
+    blocks = parse_blocks(body)
+    return [(b.char_start, b.level, b.title or "") for b in blocks if b.kind == "heading" and b.level in (2, 3)]
+
+
+def _section_at(headings: list[tuple[int, int, str]], offset: int) -> tuple[str, str]:
+    """Title and `/H2/H3` path of the section containing `offset`; `/` before the first H2."""
+    h2: str | None = None
+    h3: str | None = None
+    for start, level, title in headings:
+        if start > offset:
+            break
+        if level == 2:
+            h2, h3 = title, None
+        else:
+            h3 = title
+    if h2 is None and h3 is None:
+        return "", "/"
+    parts = [p for p in (h2, h3) if p is not None]
+    return parts[-1], "/" + "/".join(parts)
