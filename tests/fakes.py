@@ -1,0 +1,53 @@
+"""Test doubles shared by tests that are about something other than the model (SPEC §8)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from mindnet.embedding import Embedder, Vectors
+
+
+class FakeEmbedder(Embedder):
+    """Deterministic hash-based vectors: the same text always gives the same unit vector.
+
+    Texts sharing words get similar vectors (a bag of hashed words), so search tests can still
+    expect a sensible order; `calls` counts texts embedded, for cache tests.
+    """
+
+    def __init__(self, dim: int = 32, model_id: str = "fake@1") -> None:
+        self._dim = dim
+        self._model_id = model_id
+        self.calls = 0
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split()) + 2
+
+    def _one(self, text: str) -> npt.NDArray[np.float32]:
+        vec = np.zeros(self._dim, dtype=np.float32)
+        for word in text.lower().split() or [""]:
+            digest = hashlib.sha256(word.encode("utf-8")).digest()
+            rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+            vec += rng.standard_normal(self._dim).astype(np.float32)
+        return vec / max(float(np.linalg.norm(vec)), 1e-12)
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        self.calls += len(texts)
+        out = np.empty((len(texts), self._dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = self._one(text)
+        return out
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self._one(text)

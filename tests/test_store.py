@@ -1,0 +1,334 @@
+"""One suite, run against every adapter: Edge under tmp_path, qdrant-client `:memory:`, and a real
+server when MINDNET_TEST_QDRANT_URL is set (R16, R17, R20, R22)."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pytest
+
+from mindnet.errors import StoreError
+from mindnet.store import (
+    AnyOf,
+    ClientStore,
+    EdgeStore,
+    Equals,
+    Filter,
+    PointRecord,
+    Prefix,
+    Range,
+    Store,
+    StoreSchema,
+    TextMatch,
+    VectorSpec,
+    lexical_document,
+    lexical_query,
+    open_store,
+    point_id,
+)
+
+USE = VectorSpec("use", "fake-use@1", 4)
+E5 = VectorSpec("e5", "fake-e5@1", 3)
+SCHEMA = StoreSchema(vectors=(USE,), chunking_hash="c1")
+
+_ADAPTERS = ["edge", "memory"]
+if os.environ.get("MINDNET_TEST_QDRANT_URL"):
+    _ADAPTERS.append("server")
+
+StoreFactory = Callable[[], Store]
+
+
+@pytest.fixture(params=_ADAPTERS)
+def open_test_store(request: pytest.FixtureRequest, tmp_path) -> Iterator[StoreFactory]:
+    """A factory: Edge reopens the same folder; `:memory:` hands back the one live instance
+    (its data dies with the client); a server run uses a fresh collection prefix."""
+    opened: list[Store] = []
+    prefix = f"t{uuid.uuid4().hex[:10]}"
+    memory: list[ClientStore] = []
+
+    def factory() -> Store:
+        if request.param == "edge":
+            store: Store = EdgeStore(tmp_path / "store", prefix=prefix)
+        elif request.param == "memory":
+            if not memory:
+                memory.append(ClientStore(":memory:", prefix=prefix))
+            store = memory[0]
+        else:
+            store = ClientStore(os.environ["MINDNET_TEST_QDRANT_URL"], prefix=prefix,
+                                api_key=os.environ.get("MINDNET_TEST_QDRANT_API_KEY"))
+        opened.append(store)
+        return store
+
+    factory.kind = request.param  # type: ignore[attr-defined]
+    yield factory
+    if request.param == "server" and opened:
+        cleanup = opened[-1]
+        for name in ("notes", "chunks", "edges"):
+            if cleanup._exists(name):
+                cleanup._drop(name)
+        cleanup._drop_meta()
+    for store in opened:
+        store.close()
+
+
+def _unit(*xs: float) -> list[float]:
+    v = np.array(xs, dtype=np.float32)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def _chunk(i: int, *, note: str, tags: list[str], text: str, lang: str = "de", vec: list[float] | None = None,
+           e5: list[float] | None = None) -> PointRecord:
+    vectors = {"use": vec or _unit(1.0, i, 0.0, 0.5)}
+    if e5 is not None:
+        vectors["e5"] = e5
+    return PointRecord(
+        id=f"{note}#c{i:02d}",
+        payload={"note_id": note, "tags": tags, "text": text, "lang": lang, "path": f"area/{note}.md",
+                 "type": "concept" if i % 2 else "thought", "priority": i, "created": f"2024-0{1 + i % 9}-01"},
+        vectors=vectors,
+        sparse={"bm25": lexical_document(text, lang)},
+    )
+
+
+CHUNKS = [
+    _chunk(1, note="haus", tags=["bau", "wohnen"], text="Die Häuser am Fluss sind alt und stehen leer.",
+           vec=_unit(1, 0, 0, 0)),
+    _chunk(2, note="haus", tags=["bau"], text="Ein Dach schützt vor Regen und Schnee.", vec=_unit(0.9, 0.1, 0, 0)),
+    _chunk(3, note="garden", tags=["garten"], text="Gardening in spring: the roses are blooming.",
+           lang="en", vec=_unit(0, 1, 0, 0)),
+    _chunk(4, note="garden", tags=["garten", "wohnen"], text="Im Garten wachsen Tomaten und Bohnen.",
+           vec=_unit(0, 0.9, 0.1, 0)),
+    _chunk(5, note="code", tags=[], text="Python code: def main() returns the exit code.", lang="en",
+           vec=_unit(0, 0, 1, 0)),
+]
+
+
+def _ids(hits) -> list[str]:
+    return [h.id for h in hits]
+
+
+def test_ensure_is_idempotent_and_records_schema(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    assert store.meta() is None
+    store.ensure(SCHEMA)
+    store.ensure(SCHEMA)
+    assert store.meta() == SCHEMA
+    for name in ("notes", "chunks", "edges"):
+        assert store.count(name) == 0
+    store.upsert("chunks", CHUNKS)
+    store.ensure(SCHEMA)
+    assert store.count("chunks") == len(CHUNKS)
+
+
+def test_upsert_retrieve_scroll_count_delete(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    assert store.upsert("chunks", CHUNKS) == 5
+    assert store.upsert("chunks", CHUNKS[:2]) == 2  # same ids replace, never duplicate
+    assert store.count("chunks") == 5
+
+    got = store.retrieve("chunks", ["garden#c03", "missing#c01", "haus#c01"], with_vectors=True)
+    assert _ids(got) == ["garden#c03", "haus#c01"]
+    assert got[0].payload["chunk_id"] == "garden#c03"  # the string id stays in the payload (R12)
+    assert got[0].payload["tags"] == ["garten"]
+    assert np.allclose(got[0].vectors["use"], _unit(0, 1, 0, 0), atol=1e-6)
+    assert got[0].sparse["bm25"].indices
+
+    assert sorted(p.id for p in store.scroll("chunks", page_size=2)) == sorted(c.id for c in CHUNKS)
+    assert {p.id for p in store.scroll("chunks", Filter.all(Equals("note_id", "haus")))} == {"haus#c01", "haus#c02"}
+    assert store.count("chunks", Filter.all(Equals("tags", "garten"))) == 2
+
+    store.delete("chunks", Filter.all(Equals("note_id", "haus")))
+    assert store.count("chunks") == 3
+    store.delete_ids("chunks", ["garden#c03", "never#c01"])
+    assert sorted(p.id for p in store.scroll("chunks")) == ["code#c05", "garden#c04"]
+    with pytest.raises(StoreError, match="empty filter"):
+        store.delete("chunks", Filter())
+
+
+def test_notes_and_edges_collections_without_dense_vectors(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("notes", [PointRecord("haus", {"title": "Haus", "tags": ["bau"]})])
+    edge_id = "references:haus#c01->garden"
+    store.upsert("edges", [PointRecord(edge_id, {"kind": "references", "scope": "chunk", "source_id": "haus#c01",
+                                                  "target_id": "garden", "note_id": "haus", "status": "resolved"})])
+    assert store.retrieve("notes", ["haus"])[0].payload["note_id"] == "haus"
+    assert [e.id for e in store.scroll("edges", Filter.all(Equals("target_id", "garden")))] == [edge_id]
+    with pytest.raises(StoreError, match="no dense vector"):
+        store.upsert("notes", [PointRecord("x", {}, vectors={"use": [1.0, 0, 0, 0]})])
+
+
+def test_dense_search_with_filters(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("chunks", CHUNKS)
+    q = _unit(1, 0.05, 0, 0)
+    assert _ids(store.search_dense("chunks", "use", q, limit=2)) == ["haus#c01", "haus#c02"]
+    hits = store.search_dense("chunks", "use", q, limit=5, flt=Filter.all(Equals("tags", "garten")))
+    assert _ids(hits) == ["garden#c03", "garden#c04"]
+    assert hits[0].score > hits[1].score
+    assert hits[0].payload["note_id"] == "garden"
+    cases = {
+        Filter.all(AnyOf("tags", ("wohnen", "nothing"))): {"haus#c01", "garden#c04"},
+        Filter.all(Prefix("path", "area/ga")): {"garden#c03", "garden#c04"},
+        Filter.all(Range("priority", gte=2, lt=4)): {"haus#c02", "garden#c03"},
+        Filter.all(Range("created", gt="2024-04-01T00:00:00Z")): {"garden#c04", "code#c05"},
+        Filter.all(TextMatch("text", "Tomaten")): {"garden#c04"},
+        Filter.all(Equals("lang", "en")): {"garden#c03", "code#c05"},
+        Filter(must_not=(Equals("note_id", "haus"),)): {"garden#c03", "garden#c04", "code#c05"},
+        Filter(should=(Equals("note_id", "code"), Equals("tags", "bau"))): {"haus#c01", "haus#c02", "code#c05"},
+        Filter.all(Equals("lang", "de"), Filter(should=(Equals("tags", "garten"),))): {"garden#c04"},
+    }
+    for flt, expected in cases.items():
+        assert set(_ids(store.search_dense("chunks", "use", q, limit=10, flt=flt))) == expected, flt
+        assert store.count("chunks", flt) == len(expected), flt
+
+
+def test_sparse_search_is_language_aware(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("chunks", CHUNKS)
+    # German stemming: "Haus" finds "Häuser"; the query carries both languages' stems.
+    assert _ids(store.search_sparse("chunks", lexical_query("Haus"), limit=3)) == ["haus#c01"]
+    assert _ids(store.search_sparse("chunks", lexical_query("blooming roses", ["en"]), limit=3)) == ["garden#c03"]
+    hits = store.search_sparse("chunks", lexical_query("Garten code"), limit=5, flt=Filter.all(Equals("lang", "en")))
+    assert _ids(hits) == ["code#c05"]
+    assert store.search_sparse("chunks", lexical_query("der die das"), limit=3) == []  # stopwords only
+
+
+def test_hybrid_rrf_fuses_both_rankings(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("chunks", CHUNKS)
+    # Dense prefers the house chunks, lexical only knows the garden chunk; RRF ranks a document
+    # found by both above one found by a single branch.
+    dense_q = _unit(0.2, 1, 0, 0)
+    hits = store.search_hybrid("chunks", "use", dense_q, lexical_query("Tomaten"), limit=3)
+    assert hits[0].id == "garden#c04"
+    assert hits[0].score > hits[1].score
+    hits = store.search_hybrid("chunks", "use", dense_q, lexical_query("Tomaten"), limit=5,
+                               flt=Filter.all(Equals("note_id", "haus")))
+    assert set(_ids(hits)) == {"haus#c01", "haus#c02"}
+    # No lexical terms: plain dense ranking.
+    assert _ids(store.search_hybrid("chunks", "use", dense_q, lexical_query("und"), limit=1)) == ["garden#c03"]
+
+
+def test_model_or_dimension_mismatch_is_a_clear_error(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("chunks", CHUNKS)
+    with pytest.raises(StoreError, match=r"model fake-use@1 \(store\) vs other@2.*--full"):
+        store.ensure(StoreSchema(vectors=(VectorSpec("use", "other@2", 4),), chunking_hash="c1"))
+    with pytest.raises(StoreError, match=r"dimension 4 \(store\) vs 8"):
+        store.ensure(StoreSchema(vectors=(VectorSpec("use", "fake-use@1", 8),), chunking_hash="c1"))
+    with pytest.raises(StoreError, match="chunking config c1"):
+        store.ensure(StoreSchema(vectors=(USE,), chunking_hash="c2"))
+    store.ensure(SCHEMA)
+    with pytest.raises(StoreError, match="has 3 dimensions"):
+        store.upsert("chunks", [PointRecord("x#c01", {}, vectors={"use": [1.0, 0.0, 0.0]})])
+    with pytest.raises(StoreError, match="query vector"):
+        store.search_dense("chunks", "use", [1.0, 0.0])
+    other = StoreSchema(vectors=(VectorSpec("use", "other@2", 8),), chunking_hash="c2")
+    store.reset(other)  # the --full path
+    assert store.meta() == other
+    assert store.count("chunks") == 0
+
+
+def test_named_vector_added_later_only_sees_points_that_have_it(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("chunks", CHUNKS)
+    both = StoreSchema(vectors=(USE, E5), chunking_hash="c1")
+    store.ensure(both)  # adds `e5` in place, keeps the data
+    assert set(store.meta().vectors) == {USE, E5}
+    assert store.count("chunks") == 5
+    store.upsert("chunks", [
+        _chunk(1, note="haus", tags=["bau"], text="Häuser", vec=_unit(1, 0, 0, 0), e5=_unit(1, 0, 0)),
+        _chunk(3, note="garden", tags=["garten"], text="roses", lang="en", vec=_unit(0, 1, 0, 0), e5=_unit(0, 1, 0)),
+    ])
+    hits = store.search_dense("chunks", "e5", _unit(1, 0.1, 0), limit=10)
+    assert _ids(hits) == ["haus#c01", "garden#c03"]
+    assert len(store.search_dense("chunks", "use", _unit(1, 0, 0, 0), limit=10)) == 5
+    # A run that only knows `use` keeps e5's record rather than erasing it.
+    store.ensure(SCHEMA)
+    assert set(store.meta().vectors) == {USE, E5}
+
+
+def test_new_store_refuses_reads_before_ensure(open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    with pytest.raises(StoreError, match="mindnet import"):
+        store.count("chunks")
+    store.ensure(SCHEMA)
+    with pytest.raises(StoreError, match="unknown collection"):
+        store.count("nodes")  # type: ignore[arg-type]
+
+
+def test_edge_reopen_keeps_data_and_locks(tmp_path) -> None:
+    path = tmp_path / "store"
+    with EdgeStore(path, prefix="v") as store:
+        store.ensure(SCHEMA)
+        store.upsert("chunks", CHUNKS)
+        with pytest.raises(StoreError, match="in use"):
+            EdgeStore(path, prefix="v").ensure(SCHEMA)
+        store.optimize()
+    assert sorted(p.name for p in path.iterdir()) == ["v.meta.json", "v_chunks", "v_edges", "v_notes"]
+    with EdgeStore(path, prefix="v") as store:
+        assert store.meta() == SCHEMA
+        assert store.count("chunks") == 5  # a reader needs no ensure()
+        store.ensure(SCHEMA)
+        assert store.count("chunks") == 5
+        assert _ids(store.search_dense("chunks", "use", _unit(0, 0, 1, 0), limit=1)) == ["code#c05"]
+        with pytest.raises(StoreError, match="--full"):
+            store.ensure(StoreSchema(vectors=(VectorSpec("use", "other@2", 4),), chunking_hash="c1"))
+
+
+def test_edge_bulk_then_optimize_builds_index(tmp_path) -> None:
+    rng = np.random.default_rng(7)
+    vecs = rng.standard_normal((3000, 4)).astype(np.float32)
+    with EdgeStore(tmp_path / "s", hnsw_m=16, hnsw_ef_construct=128) as store:
+        store.ensure(SCHEMA)
+        store.upsert("chunks", (PointRecord(f"n{i}#c01", {"note_id": f"n{i}"}, vectors={"use": v})
+                                for i, v in enumerate(vecs)))
+        store.optimize()
+        q = vecs[42] / np.linalg.norm(vecs[42])
+        assert store.search_dense("chunks", "use", q, limit=1)[0].id == "n42#c01"
+
+
+def test_data_without_meta_is_refused(tmp_path) -> None:
+    path = tmp_path / "store"
+    with EdgeStore(path) as store:
+        store.ensure(SCHEMA)
+        store.upsert("chunks", CHUNKS[:1])
+    (path / "mindnet.meta.json").unlink()
+    with EdgeStore(path) as store, pytest.raises(StoreError, match="no record of the model"):
+        store.ensure(SCHEMA)
+
+
+def test_point_ids_are_uuid5_of_string_ids() -> None:
+    assert point_id("haus#c01") == point_id("haus#c01")
+    assert uuid.UUID(point_id("haus#c01")).version == 5
+    assert point_id("haus#c01") != point_id("haus#c02")
+
+
+def test_lexical_vectors() -> None:
+    doc = lexical_document("Die Häuser, die Häuser!", "de")
+    assert len(doc.indices) == 1  # stopword dropped, both forms stem to one term
+    assert set(lexical_document("Haus", "de").indices) <= set(lexical_query("Häuser", ["de"]).indices)
+    both = lexical_query("running houses", ["de", "en"])
+    assert set(lexical_query("running houses", ["en"]).indices) <= set(both.indices)
+    assert all(v == 1.0 for v in both.values)
+    # An unsupported language falls back to neutral tokens, not an error.
+    assert lexical_document("kot i pies", "pl").indices
+
+
+def test_open_store_picks_adapter(tmp_path) -> None:
+    with open_store(path=tmp_path / "s") as store:
+        assert isinstance(store, EdgeStore)
+    with open_store(path=tmp_path / "s", url=":memory:") as store:
+        assert isinstance(store, ClientStore)
+    with pytest.raises(StoreError, match="no store"):
+        open_store()
