@@ -1,28 +1,45 @@
-"""The `mindnet` and `mindnet-chunk` commands: parse options, call the library, render. No logic here."""
+"""The `mindnet` and `mindnet-chunk` commands: parse options, call the library API, render.
+
+No logic lives here (STYLE §9): every command builds settings once, calls one `Vault`/`Index`
+method and prints its result. Library errors become one stderr line and a meaningful exit code:
+0 ok, 1 some notes were skipped (R3), 2 the command could not run (bad config, locked store…).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
+from .api import Index, Vault, note_from_text
+from .chunking.pipeline import chunk_note
 from .config import Settings, load_settings
-from .errors import MindnetError
-from .vault import VaultResult, read_vault
+from .errors import MindnetError, NoteError
+from .sync import ImportSummary, chunk_payload
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
-out = Console()
-err = Console(stderr=True)
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
 
 VaultArg = Annotated[Path, typer.Argument(help="The vault folder.", show_default=False)]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A mindnet.toml to use instead of the vault's.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object for programs.")]
+VaultOpt = Annotated[Path, typer.Option("--vault", help="The vault folder.")]
+StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store folder (default VAULT/.mindnet).")]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A mindnet.toml instead of the vault's.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
+StrategyOpt = Annotated[str | None, typer.Option("--strategy", help="structure (default) or recursive.")]
+MaxSizeOpt = Annotated[int | None, typer.Option("--max-chunk-size", help="recursive: max words per chunk.")]
+GroupOpt = Annotated[str | None, typer.Option("--separator-group", help="recursive: plaintext or markdown.")]
+SepsOpt = Annotated[str | None, typer.Option("--separators", help='recursive: JSON list of regexes.')]
 
 
 @app.callback()
@@ -30,62 +47,261 @@ def _root() -> None:
     """mindnet: your Markdown vault as a searchable knowledge network."""
 
 
-def _settings(vault: Path | None, config: Path | None, **flags: object) -> Settings:
-    return load_settings(vault, config, overrides=flags)
+def settings_for(
+    vault: Path | None,
+    config: Path | None,
+    *,
+    store: Path | None = None,
+    strategy: str | None = None,
+    max_chunk_size: int | None = None,
+    separator_group: str | None = None,
+    separators: str | None = None,
+    **flags: Any,
+) -> Settings:
+    """Settings from the four layers (R26); recursive flags override the configured recursive table."""
+    overrides = {k: v for k, v in flags.items() if v is not None}
+    if store is not None:
+        overrides["store_path"] = str(store)
+    if strategy is not None:
+        overrides["strategy"] = strategy
+    settings = load_settings(vault, config, overrides=overrides)
+    if max_chunk_size is None and separator_group is None and separators is None:
+        return settings
+    recursive = settings.recursive
+    if max_chunk_size is not None:
+        recursive = dataclasses.replace(recursive, max_chunk_size=max_chunk_size)
+    if separators is not None:
+        try:
+            parsed = json.loads(separators)
+        except json.JSONDecodeError as exc:
+            raise MindnetError(f"--separators must be a JSON list of regular expressions: {exc}") from None
+        if not isinstance(parsed, list):
+            raise MindnetError("--separators must be a JSON list of regular expressions")
+        recursive = dataclasses.replace(recursive, separators=tuple(parsed), separator_group=separator_group)
+    elif separator_group is not None:
+        recursive = dataclasses.replace(recursive, separator_group=separator_group, separators=None)
+    return dataclasses.replace(settings, recursive=recursive, recursive_by_type={})
 
 
-def _report_problems(result: VaultResult) -> None:
-    for problem in result.problems:
-        err.print(problem.one_line(), markup=False, highlight=False)
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+@contextmanager
+def _progress_bars(enabled: bool) -> Iterator[Any]:
+    """A rich progress bar per import stage, drawn only on a terminal."""
+    if not enabled:
+        yield None
+        return
+    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err, transient=False) as bars:
+        tasks: dict[str, TaskID] = {}
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bars.add_task(stage, total=total)
+            bars.update(tasks[stage], completed=done, total=total)
+
+        yield update
 
 
 @app.command("import")
 def import_(
     vault: VaultArg,
+    store: StoreOpt = None,
     config: ConfigOpt = None,
+    full: Annotated[bool, typer.Option("--full", help="Rebuild the store from scratch.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Missing required fields are errors.")] = False,
+    strategy: StrategyOpt = None,
+    max_chunk_size: MaxSizeOpt = None,
+    separator_group: GroupOpt = None,
+    separators: SepsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Import a vault (for now: read it and print the summary)."""
-    settings = _settings(vault, config, strict=strict or None)
-    result = read_vault(vault, settings)
-    _report_problems(result)
-    summary = vault_summary(result)
+    """Import a vault into its store; only what changed is chunked, embedded and written."""
+    settings = settings_for(
+        vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
+        separator_group=separator_group, separators=separators, strict=strict or None,
+    )
+    index = Index(vault, settings)
+    with _progress_bars(err.is_terminal and not as_json) as progress:
+        summary = index.import_vault(full=full, dry_run=dry_run, progress=progress)
+    for line in summary.problems:
+        err.print(line, markup=False)
     if as_json:
-        out.print_json(json.dumps(summary))
+        _print_json(summary.as_dict())
     else:
-        _print_summary(summary)
-    if result.failed:
+        sys.stdout.write(_summary_line(summary) + "\n")
+    if summary.notes_failed:
         raise typer.Exit(1)
 
 
-def vault_summary(result: VaultResult) -> dict[str, object]:
-    notes = result.notes
-    return {
-        "vault": result.root,
-        "notes": len(notes),
-        "failed": result.failed,
-        "types": dict(Counter(n.type for n in notes).most_common()),
-        "languages": dict(Counter(n.lang for n in notes).most_common()),
-        "warnings": sum(len(n.warnings) for n in notes),
-        "attachments": len(result.attachments),
-    }
+def _summary_line(s: ImportSummary) -> str:
+    verb = "would import" if s.dry_run else "imported"
+    return (
+        f"{verb}: notes {s.notes_new} new, {s.notes_changed} changed, {s.notes_unchanged} unchanged, "
+        f"{s.notes_deleted} deleted, {s.notes_failed} failed; chunks {s.chunks_embedded} embedded, "
+        f"{s.chunks_reused} reused; edges {s.edges} (+{s.edges_added} −{s.edges_deleted}); {s.seconds:.2f} s"
+    )
 
 
-def _print_summary(summary: dict[str, object]) -> None:
-    table = Table(title=f"vault {summary['vault']}", show_header=False)
-    for key in ("notes", "failed", "types", "languages", "warnings", "attachments"):
-        value = summary[key]
-        if isinstance(value, dict):
-            value = ", ".join(f"{k} {v}" for k, v in value.items())
-        table.add_row(key, str(value))
+@app.command()
+def status(
+    vault: VaultOpt = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Counts of notes, chunks and edges in the store, and the model that made its vectors."""
+    with Index(vault, settings_for(vault, config, store=store)) as index:
+        info = index.status()
+    if as_json:
+        _print_json(info)
+        return
+    table = Table(show_header=False, title="mindnet status")
+    for key in ("notes", "chunks", "edges", "model", "dim", "store"):
+        table.add_row(key, str(info[key]))
     out.print(table)
 
 
+@app.command()
+def graph(
+    note: Annotated[str, typer.Argument(help="A note id, vault-relative path or title.", show_default=False)],
+    vault: VaultOpt = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    backlinks: Annotated[bool, typer.Option("--backlinks", help="Only notes that link here.")] = False,
+    references: Annotated[bool, typer.Option("--references", help="Only notes this one links to.")] = False,
+    neighbors: Annotated[bool, typer.Option("--neighbors", help="Both directions (default).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """The notes linked from and to a note (R16): from the store, or the vault when not imported."""
+    view = "neighbors"
+    if backlinks != references:
+        view = "backlinks" if backlinks else "references"
+    with Index(vault, settings_for(vault, config, store=store)) as index:
+        rows = index.graph(note, view)
+    if as_json:
+        _print_json(rows)
+        return
+    table = Table("dir", "kind", "title", "path", "status", title=f"graph of {note}")
+    for r in rows:
+        table.add_row("→" if r["direction"] == "out" else "←", r["kind"], r["title"], r["path"] or "", r["status"])
+    out.print(table)
+
+
+@app.command()
+def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
+    """Read a vault without importing it: notes, types, languages, warnings, problems."""
+    reader = Vault(vault, settings_for(vault, config))
+    for problem in reader.problems:
+        err.print(problem.one_line(), markup=False)
+    notes = reader.notes
+    info = {
+        "vault": str(reader.root),
+        "notes": len(notes),
+        "failed": reader.result.failed,
+        "types": dict(Counter(n.type for n in notes).most_common()),
+        "languages": dict(Counter(n.lang for n in notes).most_common()),
+        "warnings": sum(len(n.warnings) for n in notes),
+        "attachments": len(reader.result.attachments),
+    }
+    if as_json:
+        _print_json(info)
+    else:
+        for key, value in info.items():
+            shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else value
+            out.print(f"{key:<12} {shown}", markup=False)
+    if reader.result.failed:
+        raise typer.Exit(1)
+
+
 def main() -> None:
-    """Console entry point: library errors become one stderr line and exit code 2."""
+    """`mindnet` entry point."""
+    _run(app)
+
+
+# --- mindnet-chunk (R24) -------------------------------------------------------------------------
+
+chunk_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+
+
+@chunk_app.command()
+def chunk(
+    paths: Annotated[list[str] | None, typer.Argument(help="Files or folders; none or - reads stdin.")] = None,
+    vault: Annotated[Path | None, typer.Option("--vault", help="Vault that file arguments belong to.")] = None,
+    config: ConfigOpt = None,
+    strategy: StrategyOpt = None,
+    max_chunk_size: MaxSizeOpt = None,
+    separator_group: GroupOpt = None,
+    separators: SepsOpt = None,
+) -> None:
+    """Chunk notes and print NDJSON, one chunk per line (R24)."""
+    flags = {
+        "strategy": strategy, "max_chunk_size": max_chunk_size,
+        "separator_group": separator_group, "separators": separators,
+    }
+    failed = 0
+    if not paths or paths == ["-"]:
+        settings = settings_for(vault, config, **flags)
+        try:
+            note = note_from_text(sys.stdin.read(), settings)
+        except NoteError as exc:
+            err.print(exc.one_line(), markup=False)
+            raise typer.Exit(1) from None
+        _emit(chunk_note(note, settings))
+        return
+    for folder, files in _group_by_vault(paths, vault).items():
+        reader = Vault(folder, settings_for(folder, config, **flags))
+        if files is None:
+            notes, problems = list(reader.notes), list(reader.problems)
+        else:
+            notes, problems = reader.notes_at(files)
+        for problem in problems:
+            err.print(problem.one_line(), markup=False)
+        failed += sum(1 for p in problems if p.severity == "error")
+        for note in notes:
+            try:
+                _emit(chunk_note(note, reader.settings, reader.resolver))
+            except MindnetError as exc:
+                err.print(f"{note.path}: error: {exc}", markup=False)
+                failed += 1
+    if failed:
+        raise typer.Exit(1)
+
+
+def _group_by_vault(paths: list[str], vault: Path | None) -> dict[Path, list[str] | None]:
+    """Folder arguments are vault roots; file arguments belong to `--vault` or their own folder."""
+    groups: dict[Path, list[str] | None] = {}
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            groups[path] = None
+            continue
+        if not path.exists():
+            raise MindnetError(f"{raw}: no such file or folder")
+        root = vault or path.parent
+        existing = groups.setdefault(root, [])
+        if existing is not None:
+            existing.append(raw)
+    return groups
+
+
+def _emit(chunks: list[Any]) -> None:
+    write = sys.stdout.write
+    for c in chunks:
+        write(json.dumps(chunk_payload(c), ensure_ascii=False) + "\n")
+
+
+def chunk_main() -> None:
+    """`mindnet-chunk` entry point."""
+    _run(chunk_app)
+
+
+def _run(application: typer.Typer) -> None:
     try:
-        app()
+        application()
     except MindnetError as exc:
-        err.print(f"mindnet: {exc}", markup=False, highlight=False)
+        err.print(f"mindnet: {exc}", markup=False)
         sys.exit(2)

@@ -1,0 +1,237 @@
+"""The library API: `Vault` (read and chunk notes) and `Index` (the store of a vault).
+
+The CLI, and later the HTTP API, MCP server and watch mode, are thin layers over these two
+objects; a program can use them directly:
+
+    from mindnet import Index
+    index = Index("~/notes")
+    index.import_vault()
+    for hit in index.search("Wie funktioniert RRF?"):
+        print(hit.title, hit.section_path, hit.score)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Iterator
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .chunking.base import Chunk
+from .chunking.pipeline import chunk_note
+from .config import Settings, load_settings
+from .errors import MindnetError, NoteError
+from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
+from .links import Resolver
+from .store import Equals, Filter, Store
+from .sync import DENSE, ImportSummary, Progress, import_vault, open_store, store_dir
+from .vault import Note, NoteProblem, VaultResult, parse_note, read_vault
+
+
+class Vault:
+    """A vault folder read once: notes, problems, the link resolver, and chunks on demand."""
+
+    def __init__(self, root: str | Path, settings: Settings | None = None) -> None:
+        self.root = Path(root).expanduser()
+        self.settings = settings or load_settings(self.root)
+
+    @cached_property
+    def result(self) -> VaultResult:
+        return read_vault(self.root, self.settings)
+
+    @property
+    def notes(self) -> tuple[Note, ...]:
+        return self.result.notes
+
+    @property
+    def problems(self) -> tuple[NoteProblem, ...]:
+        return self.result.problems
+
+    @cached_property
+    def resolver(self) -> Resolver:
+        return Resolver(self.result.notes, self.result.attachments)
+
+    def note(self, ref: str) -> Note | None:
+        """A note by id, vault-relative path (with or without `.md`) or title, case-insensitive."""
+        wanted = ref.casefold().removesuffix(".md")
+        for note in self.notes:
+            if wanted in (note.note_id.casefold(), note.path.casefold().removesuffix(".md"), note.title.casefold()):
+                return note
+        resolution = self.resolver.resolve(ref)
+        if resolution.status == "resolved":
+            return next((n for n in self.notes if n.note_id == resolution.target_id), None)
+        return None
+
+    def graph(self, ref: str, view: str = "neighbors") -> list[dict[str, Any]]:
+        """Linked notes computed from the files alone, for a vault that has no store yet."""
+        note = self.note(ref)
+        if note is None:
+            raise MindnetError(f"no note {ref!r} in {self.root} (give a note id, a vault-relative path or a title)")
+        # Without chunks, body links surface as note-level references (R16's optional edges).
+        settings = dataclasses.replace(self.settings, note_references=True)
+        edges = build_edges(self.notes, {}, self.resolver, settings)
+        info = {n.note_id: {"path": n.path, "title": n.title} for n in self.notes}
+        return linked_notes(edges, note.note_id, view, info)
+
+    def chunks(self, notes: Iterable[Note] | None = None) -> Iterator[Chunk]:
+        """Chunks of the given notes (default: all), links resolved within this vault."""
+        for note in self.notes if notes is None else notes:
+            yield from chunk_note(note, self.settings, self.resolver)
+
+    def notes_at(self, paths: Iterable[str | Path]) -> tuple[list[Note], list[NoteProblem]]:
+        """The notes of files given on a command line, as vault-relative paths."""
+        by_path = {n.path: n for n in self.notes}
+        problems_by_path = {p.path: p for p in self.problems}
+        found: list[Note] = []
+        problems: list[NoteProblem] = []
+        for raw in paths:
+            try:
+                rel = Path(raw).resolve().relative_to(self.root.resolve()).as_posix()
+            except ValueError:
+                problems.append(NoteProblem(str(raw), None, f"not inside the vault {self.root}"))
+                continue
+            if rel in by_path:
+                found.append(by_path[rel])
+            elif rel in problems_by_path:
+                problems.append(problems_by_path[rel])
+            else:
+                problems.append(NoteProblem(rel, None, "not a note of the vault (ignored or not a .md file)"))
+        return found, problems
+
+
+GRAPH_VIEWS = ("neighbors", "references", "backlinks")
+
+
+def linked_notes(
+    edges: Iterable[Edge], note_id: str, view: str, notes: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The notes one hop from `note_id`: what it links to, what links to it, or both.
+
+    Args:
+        edges: at least the note's own edges and the backlinks whose source is the note.
+        note_id: the note.
+        view: `references`, `backlinks` or `neighbors` (both).
+        notes: `note_id` -> `{path, title}` of every known note, for display.
+    """
+    if view not in GRAPH_VIEWS:
+        raise MindnetError(f"unknown graph view {view!r}; one of {', '.join(GRAPH_VIEWS)}")
+    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for e in edges:
+        if e.kind == "backlink" and e.source_id == note_id and view != "references":
+            key = (e.target_id, "backlink", "in")
+        elif e.note_id == note_id and e.kind not in STRUCTURAL_KINDS and e.kind != "backlink" and view != "backlinks":
+            if e.target_id == note_id:
+                continue
+            key = (e.target_id, e.kind, "out")
+        else:
+            continue
+        target, kind, direction = key
+        info = notes.get(target, {})
+        rows.setdefault(
+            key,
+            {
+                "note_id": target,
+                "path": info.get("path"),
+                "title": info.get("title", target),
+                "kind": kind,
+                "status": e.status if direction == "out" else "resolved",
+                "direction": direction,
+            },
+        )
+    return sorted(rows.values(), key=lambda r: (r["direction"], r["kind"], r["title"].casefold()))
+
+
+def note_from_text(text: str, settings: Settings, path: str = "<stdin>") -> Note:
+    """A note that exists only as text (stdin of `mindnet-chunk`)."""
+    if not text.strip():
+        raise NoteError(path, "empty input", 1)
+    return parse_note(text.removeprefix("\ufeff"), path, settings)
+
+
+class Index:
+    """The searchable store of one vault: import, status, search."""
+
+    def __init__(self, vault: str | Path | Vault, settings: Settings | None = None) -> None:
+        self.vault = vault if isinstance(vault, Vault) else Vault(vault, settings)
+        self.settings = settings or self.vault.settings
+        self._store: Store | None = None
+
+    @property
+    def folder(self) -> Path:
+        return store_dir(self.vault.root, self.settings)
+
+    def import_vault(
+        self, *, full: bool = False, dry_run: bool = False, progress: Progress | None = None
+    ) -> ImportSummary:
+        """Incremental import (R21); see `sync.import_vault`."""
+        self.close()
+        return import_vault(self.vault.root, self.settings, full=full, dry_run=dry_run, progress=progress)
+
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.vault.root, self.settings)
+        return self._store
+
+    def status(self) -> dict[str, Any]:
+        """Counts read from the store, and the model that made its vectors."""
+        store = self.store()
+        meta = store.meta()
+        vectors = {v.name: {"model": v.model_id, "dim": v.dim} for v in meta.vectors} if meta else {}
+        dense = vectors.get(DENSE, {})
+        return {
+            "notes": store.count("notes") if meta else 0,
+            "chunks": store.count("chunks") if meta else 0,
+            "edges": store.count("edges") if meta else 0,
+            "model": dense.get("model"),
+            "dim": dense.get("dim"),
+            "vectors": vectors,
+            "store": store.describe(),
+        }
+
+    def has_store(self) -> bool:
+        """Whether this vault was imported (an embedded store with a schema record exists)."""
+        if self.settings.qdrant_url:
+            return True
+        return any(self.folder.glob("qdrant/*.meta.json"))
+
+    def graph(self, ref: str, view: str = "neighbors") -> list[dict[str, Any]]:
+        """Linked notes read from the store's edges collection; the vault folder when not imported."""
+        if not self.has_store():
+            return self.vault.graph(ref, view)
+        store = self.store()
+        note_id = self._note_id(store, ref)
+        edges = [
+            edge_from_payload(p.id, p.payload)
+            for flt in (Filter.all(Equals("note_id", note_id)), Filter.all(Equals("source_id", note_id)))
+            for p in store.scroll("edges", flt)
+        ]
+        ids = {e.target_id for e in edges}
+        info = {
+            p.id: {"path": p.payload.get("path"), "title": p.payload.get("title")}
+            for p in store.retrieve("notes", sorted(ids))
+        }
+        return linked_notes(edges, note_id, view, info)
+
+    def _note_id(self, store: Store, ref: str) -> str:
+        """A note id from an id, a path or a title, looked up in the store."""
+        for field in ("note_id", "path", "title"):
+            for value in (ref, ref if ref.endswith(".md") or field != "path" else f"{ref}.md"):
+                hits = list(store.scroll("notes", Filter.all(Equals(field, value)), page_size=2))
+                if hits:
+                    return hits[0].id
+        note = self.vault.note(ref)
+        if note is None:
+            raise MindnetError(f"no note {ref!r} in the store or the vault (give a note id, a path or a title)")
+        return note.note_id
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,47 @@
+"""Note -> chunks: pick the note type's strategy, finalize the spans, attach resolved links.
+
+The one function the importer and `mindnet-chunk` call, so both produce identical chunks.
+"""
+
+from __future__ import annotations
+
+from ..config import Settings
+from ..links import Resolver, attach_links, extract_links
+from ..vault import Note
+from .base import Chunk, ChunkSpan, finalize
+from .recursive import chunk_recursive, validate
+from .structure import chunk_structure
+from .tokens import Tokenizer, default_tokenizer
+
+
+def chunk_spans(note: Note, settings: Settings, tokenizer: Tokenizer) -> list[ChunkSpan]:
+    """The spans of the strategy configured for the note's type (R26: globally or per type)."""
+    if settings.strategy_for(note.type) == "recursive":
+        return chunk_recursive(note.fulltext, validate(settings.recursive_for(note.type)), note_path=note.path)
+    return chunk_structure(
+        note.fulltext,
+        settings.profile_for(note.type),
+        stop_sections=settings.stop_sections,
+        tokenizer=tokenizer,
+        lang=note.lang,
+    )
+
+
+def chunk_note(
+    note: Note,
+    settings: Settings,
+    resolver: Resolver | None = None,
+    tokenizer: Tokenizer | None = None,
+) -> list[Chunk]:
+    """All chunks of one note, with `wikilinks`, `external_links` and `references` when a resolver is given.
+
+    Raises:
+        ChunkingError: the recursive strategy hit a runaway user pattern on this note.
+        ConfigError: invalid recursive settings.
+    """
+    tokenizer = tokenizer or default_tokenizer()
+    chunks = finalize(note, chunk_spans(note, settings, tokenizer), tokenizer, settings.languages)
+    if resolver is None:
+        return chunks
+    links = extract_links(note.fulltext)
+    return [attach_links(chunk, links, resolver, note.path) for chunk in chunks]

@@ -1,0 +1,442 @@
+"""Incremental, idempotent, crash-safe import of a vault into the store (R19–R21).
+
+Order of work, and why it survives a kill at any instant:
+
+1. A lock file in the store folder keeps a second import out (R21) and names the holder.
+2. The notes to write or delete are listed in `journal.json` *before* the first write. A run that
+   finds a journal treats those notes as changed, so whatever a killed run half-wrote is redone.
+3. Per note: chunks, then stale chunks deleted, then edges; the note point (with its
+   `content_hash`) goes last and is the commit mark. Deleted notes lose chunks and edges first.
+4. The journal is removed only after `optimize()`.
+
+A note is skipped (no chunking, no embedding, no write) when its `content_hash`, path and
+chunking settings equal the stored ones and no link of it resolves differently now.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import store as store_module
+from .chunking.base import Chunk
+from .chunking.pipeline import chunk_note
+from .chunking.tokens import default_tokenizer
+from .config import Settings
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
+from .errors import MindnetError, StoreError
+from .graph import Edge, edge_from_payload, incremental_edges, note_neighbors
+from .links import Resolver
+from .store import (
+    AnyOf,
+    Equals,
+    Filter,
+    PointRecord,
+    Store,
+    StoreSchema,
+    VectorSpec,
+    lexical_document,
+)
+from .text import content_hash
+from .vault import Note, NoteProblem, read_vault
+
+Progress = Callable[[str, int, int], None]
+"""`progress(stage, done, total)`; the CLI draws bars from it, the library stays silent."""
+
+DENSE = "use"
+"""Name of the default tier's dense vector on chunk points."""
+_WRITE_BATCH = 256
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    """What one import did; `--json` prints it as is."""
+
+    notes_new: int = 0
+    notes_changed: int = 0
+    notes_unchanged: int = 0
+    notes_deleted: int = 0
+    notes_failed: int = 0
+    notes_relinked: int = 0
+    """Unchanged notes rewritten because a link of theirs now resolves differently (R15)."""
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    chunks_written: int = 0
+    edges: int = 0
+    """Edges in the store after the import."""
+    edges_added: int = 0
+    edges_deleted: int = 0
+    points_written: int = 0
+    seconds: float = 0.0
+    dry_run: bool = False
+    problems: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def store_dir(vault: str | Path, settings: Settings) -> Path:
+    """Where a vault's embedded store lives: `--store`/`MINDNET_STORE`, else `VAULT/.mindnet/`."""
+    return Path(settings.store_path) if settings.store_path else Path(vault) / ".mindnet"
+
+
+def open_store(vault: str | Path, settings: Settings) -> Store:
+    """The configured store: a Qdrant server by URL, else the embedded Edge store of the vault (R20)."""
+    return store_module.open_store(
+        path=store_dir(vault, settings) / "qdrant",
+        url=settings.qdrant_url,
+        api_key=settings.qdrant_api_key,
+        prefix=settings.collection_prefix,
+        shard_number=settings.shard_number,
+        replication_factor=settings.replication_factor,
+        hnsw_m=settings.hnsw_m,
+        hnsw_ef_construct=settings.hnsw_ef_construct,
+    )
+
+
+def open_embedder(folder: Path, settings: Settings) -> CachedEmbedder:
+    """The configured model behind the persistent text-hash cache of the store folder (R19)."""
+    return CachedEmbedder(make_embedder(settings.model, settings.threads), EmbeddingCache(folder / "embeddings.sqlite"))
+
+
+def chunking_hash(settings: Settings) -> str:
+    """Hash of every setting that changes chunk boundaries; a change re-chunks every note."""
+    parts = {
+        "strategy": settings.strategy,
+        "by_type": dict(settings.strategy_by_type),
+        "profiles": {k: dataclasses.astuple(v) for k, v in sorted(settings.profiles.items())},
+        "stop": list(settings.stop_sections),
+        "recursive": dataclasses.astuple(settings.recursive),
+        "recursive_by_type": {k: dataclasses.astuple(v) for k, v in sorted(settings.recursive_by_type.items())},
+        "prefix": settings.embed_title_prefix,
+    }
+    return content_hash(json.dumps(parts, sort_keys=True, default=str))
+
+
+@contextlib.contextmanager
+def import_lock(folder: Path) -> Iterator[None]:
+    """One import per store at a time (R21): the second fails at once, naming the holder.
+
+    `flock` is released by the kernel when the holder dies, so a killed import never leaves a
+    stale lock behind.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "import.lock"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 500, 0).decode("utf-8", "replace").strip() or "another process"
+            raise StoreError(
+                f"another import is running on {folder} ({holder}); wait for it to finish or stop it"
+            ) from None
+        stamp = f"pid {os.getpid()} on {socket.gethostname()}, started {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, stamp.encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+class Journal:
+    """The notes an import is about to touch, on disk until the import completes (R21)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "journal.json"
+
+    def pending(self) -> set[str]:
+        try:
+            return set(json.loads(self.path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return set()
+        except (OSError, ValueError):
+            return set()
+
+    def write(self, note_ids: set[str]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        with tmp.open("w", encoding="utf-8") as fh:
+            json.dump(sorted(note_ids), fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+
+    def clear(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def import_vault(
+    vault: str | Path,
+    settings: Settings,
+    *,
+    full: bool = False,
+    dry_run: bool = False,
+    store: Store | None = None,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+) -> ImportSummary:
+    """Bring the store in line with the vault, doing only the work that changed (R21).
+
+    Args:
+        vault: the vault folder.
+        settings: resolved settings.
+        full: drop the store's collections first and rebuild (the embedding cache is kept).
+        dry_run: classify notes and report, write nothing.
+        store, embedder: injected for tests and the API; opened from settings when None.
+        progress: stage callback for progress bars.
+
+    Raises:
+        StoreError: the store is locked by another import, or was built with another model.
+    """
+    started = time.perf_counter()
+    folder = store_dir(vault, settings)
+    with import_lock(folder):
+        own_store = store is None
+        store = store or open_store(vault, settings)
+        own_embedder = embedder is None
+        embedder = embedder or open_embedder(folder, settings)
+        try:
+            summary = _run(Path(vault), settings, store, embedder, folder, full, dry_run, progress or _silent)
+        finally:
+            if own_store:
+                store.close()
+            if own_embedder and isinstance(embedder, CachedEmbedder):
+                embedder.cache.close()
+    summary.seconds = round(time.perf_counter() - started, 3)
+    return summary
+
+
+def _silent(stage: str, done: int, total: int) -> None:
+    return None
+
+
+def _run(
+    vault: Path,
+    settings: Settings,
+    store: Store,
+    embedder: Embedder,
+    folder: Path,
+    full: bool,
+    dry_run: bool,
+    progress: Progress,
+) -> ImportSummary:
+    summary = ImportSummary(dry_run=dry_run)
+    schema = StoreSchema(vectors=(VectorSpec(DENSE, embedder.model_id, embedder.dim),))
+    if full and not dry_run:
+        store.reset(schema)
+    else:
+        store.ensure(schema)
+    journal = Journal(folder)
+    dirty = journal.pending()
+    config_hash = chunking_hash(settings)
+    stored = {p.id: p.payload for p in store.scroll("notes")}
+    known_langs = {p["content_hash"]: p["lang"] for p in stored.values() if p.get("lang")}
+    result = read_vault(vault, settings, known_langs)
+    summary.notes_failed = result.failed
+    summary.problems = [p.one_line() for p in result.problems]
+    notes_by_id = {n.note_id: n for n in result.notes}
+    new, changed = [], []
+    for note in result.notes:
+        old = stored.get(note.note_id)
+        if old is None:
+            new.append(note)
+        elif (
+            note.note_id in dirty
+            or old.get("content_hash") != note.content_hash
+            or old.get("path") != note.path
+            or old.get("chunking_hash") != config_hash
+        ):
+            changed.append(note)
+    deleted = sorted((set(stored) | dirty) - set(notes_by_id))
+    summary.notes_new, summary.notes_changed, summary.notes_deleted = len(new), len(changed), len(deleted)
+    summary.notes_unchanged = len(result.notes) - len(new) - len(changed)
+    if not (new or changed or deleted):
+        summary.edges = store.count("edges")
+        if dirty and not dry_run:
+            journal.clear()
+        return summary
+    resolver = Resolver(result.notes, result.attachments)
+    tokenizer = default_tokenizer()
+    chunk_cache: dict[str, list[Chunk]] = {}
+
+    def chunks_of(note: Note) -> list[Chunk]:
+        if note.note_id not in chunk_cache:
+            chunk_cache[note.note_id] = chunk_note(note, settings, resolver, tokenizer)
+        return chunk_cache[note.note_id]
+
+    stored_edges = [edge_from_payload(p.id, p.payload) for p in store.scroll("edges")]
+    delta = incremental_edges(stored_edges, notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings)
+    summary.notes_relinked = len(delta.relinked)
+    rewrite = sorted({n.note_id for n in (*new, *changed)} | delta.relinked)
+    summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
+    if dry_run:
+        summary.edges = store.count("edges")
+        return summary
+    journal.write(set(rewrite) | set(deleted) | dirty)
+    for note_id in deleted:
+        store.delete("chunks", Filter.all(Equals("note_id", note_id)))
+    _write_chunks(store, embedder, [notes_by_id[i] for i in rewrite], chunks_of, settings, summary, progress)
+    store.upsert("edges", [PointRecord(e.edge_key, e.payload()) for e in delta.to_add])
+    store.delete_ids("edges", [e.edge_key for e in delta.to_delete])
+    for note_id in deleted:
+        store.delete("edges", Filter.all(Equals("note_id", note_id)))
+    summary.points_written += len(delta.to_add)
+    neighbor_ids = sorted(set(rewrite) | (delta.neighbors_changed & set(notes_by_id)))
+    neighbors = _neighbors(store, neighbor_ids) if settings.neighbors else {}
+    note_points = [
+        _note_point(notes_by_id[i], config_hash, len(chunks_of(notes_by_id[i])), neighbors.get(i))
+        for i in neighbor_ids
+    ]
+    store.upsert("notes", note_points)
+    store.delete_ids("notes", deleted)
+    summary.points_written += len(note_points)
+    progress("optimize", 0, 1)
+    store.optimize()
+    progress("optimize", 1, 1)
+    journal.clear()
+    summary.edges = store.count("edges")
+    return summary
+
+
+def _write_chunks(
+    store: Store,
+    embedder: Embedder,
+    notes: Sequence[Note],
+    chunks_of: Callable[[Note], list[Chunk]],
+    settings: Settings,
+    summary: ImportSummary,
+    progress: Progress,
+) -> None:
+    """Chunk, embed (cache first) and upsert the notes' chunks, then drop their stale chunks."""
+    total = len(notes)
+    progress("chunk", 0, total)
+    all_chunks: list[Chunk] = []
+    for i, note in enumerate(notes, 1):
+        all_chunks.extend(chunks_of(note))
+        if i % 50 == 0 or i == total:
+            progress("chunk", i, total)
+    before = (getattr(embedder, "hits", 0), getattr(embedder, "misses", 0))
+    progress("embed", 0, len(all_chunks))
+    for start in range(0, len(all_chunks), _WRITE_BATCH):
+        batch = all_chunks[start : start + _WRITE_BATCH]
+        vectors = embedder.embed_passages([embedding_input(c, settings) for c in batch])
+        points = [
+            PointRecord(
+                c.chunk_id,
+                chunk_payload(c),
+                vectors={DENSE: vec},
+                sparse={"bm25": lexical_document(lexical_input(c), c.lang)},
+            )
+            for c, vec in zip(batch, vectors, strict=True)
+        ]
+        store.upsert("chunks", points)
+        summary.chunks_written += len(points)
+        summary.points_written += len(points)
+        progress("embed", min(start + _WRITE_BATCH, len(all_chunks)), len(all_chunks))
+    hits, misses = getattr(embedder, "hits", 0) - before[0], getattr(embedder, "misses", 0) - before[1]
+    summary.chunks_embedded += misses
+    summary.chunks_reused += hits
+    for note in notes:
+        keep = tuple(c.chunk_id for c in chunks_of(note))
+        stale = Filter(must=(Equals("note_id", note.note_id),), must_not=(AnyOf("chunk_id", keep),) if keep else ())
+        store.delete("chunks", stale)
+
+
+def embedding_input(chunk: Chunk, settings: Settings) -> str:
+    """What the model sees: the chunk text, optionally after the note title and section (R19)."""
+    if not settings.embed_title_prefix:
+        return chunk.text
+    head = chunk.note_title
+    if chunk.section_title and chunk.section_title != chunk.note_title:
+        head = f"{head} — {chunk.section_title}"
+    return f"{head}\n\n{chunk.text}"
+
+
+def lexical_input(chunk: Chunk) -> str:
+    """What BM25 indexes: title, section path and text, so a title word finds its note (R22)."""
+    return f"{chunk.note_title}\n{chunk.section_path.replace('/', ' ')}\n{chunk.text}"
+
+
+def chunk_payload(chunk: Chunk) -> dict[str, Any]:
+    """The chunk payload of the seed example (R11, R12, R14)."""
+    payload = dataclasses.asdict(chunk)
+    payload["id"] = chunk.chunk_id
+    payload["tags"] = list(chunk.tags)
+    payload["wikilinks"] = list(chunk.wikilinks)
+    payload["external_links"] = list(chunk.external_links)
+    return payload
+
+
+def _note_point(note: Note, config_hash: str, chunk_count: int, neighbors: dict[str, list[str]] | None) -> PointRecord:
+    payload: dict[str, Any] = {
+        "note_id": note.note_id,
+        "title": note.title,
+        "type": note.type,
+        "status": note.status,
+        "tags": list(note.tags),
+        "aliases": list(note.aliases),
+        "area": note.area,
+        "project": note.project,
+        "priority": note.priority,
+        "people": list(note.people),
+        "created": note.created,
+        "updated": note.updated,
+        "path": note.path,
+        "lang": note.lang,
+        "fulltext": note.fulltext,
+        "frontmatter": _jsonable(note.frontmatter),
+        "references": list(note.references),
+        "content_hash": note.content_hash,
+        "chunking_hash": config_hash,
+        "chunk_count": chunk_count,
+        "body_line": note.body_line,
+    }
+    if neighbors is not None:
+        payload["neighbors"] = neighbors
+    return PointRecord(note.note_id, payload)
+
+
+def _neighbors(store: Store, note_ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:
+    """R18 `neighbors` from the stored edges of the notes and the backlinks pointing from them."""
+    if not note_ids:
+        return {}
+    ids = tuple(note_ids)
+    edges: list[Edge] = []
+    for flt in (
+        Filter.all(AnyOf("note_id", ids)),
+        Filter.all(Equals("kind", "backlink"), AnyOf("source_id", ids)),
+    ):
+        edges.extend(edge_from_payload(p.id, p.payload) for p in store.scroll("edges", flt))
+    return note_neighbors(edges, ids)
+
+
+def _jsonable(value: Any) -> Any:
+    """Frontmatter as JSON-safe values (dates and other YAML types become strings)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+__all__ = [
+    "ImportSummary",
+    "MindnetError",
+    "NoteProblem",
+    "import_vault",
+    "open_store",
+    "store_dir",
+]

@@ -1,0 +1,215 @@
+"""Incremental import (R21): idempotent, minimal re-embedding, deletes, forward links, locks, crashes.
+
+These tests are about the importer, not the model, so most use the deterministic fake embedder
+behind the real text-hash cache; the store is always the real embedded Qdrant Edge engine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakes import FakeEmbedder
+from mindnet.api import Vault
+from mindnet.config import Settings
+from mindnet.embedding import CachedEmbedder, EmbeddingCache
+from mindnet.errors import StoreError
+from mindnet.store import EdgeStore, Equals, Filter
+from mindnet.sync import import_lock, import_vault, open_store
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".mindnet"))
+    return root
+
+
+def run(vault: Path, **kw: Any) -> Any:
+    settings = Settings()
+    folder = vault / ".mindnet"
+    embedder = CachedEmbedder(FakeEmbedder(), EmbeddingCache(folder / "embeddings.sqlite"))
+    try:
+        return import_vault(vault, settings, embedder=embedder, **kw), embedder.inner
+    finally:
+        embedder.cache.close()
+
+
+def snapshot(vault: Path) -> dict[str, dict[str, str]]:
+    """Every point id with a hash of its payload, per collection."""
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        return {
+            name: {
+                p.id: hashlib.sha256(json.dumps(p.payload, sort_keys=True).encode()).hexdigest()
+                for p in store.scroll(name)  # type: ignore[arg-type]
+            }
+            for name in ("notes", "chunks", "edges")
+        }
+    finally:
+        store.close()
+
+
+def test_second_import_embeds_nothing_and_writes_nothing(vault: Path) -> None:
+    first, model = run(vault)
+    assert (first.notes_new, first.notes_failed) == (17, 0)
+    assert first.chunks_embedded == model.calls > 0
+    second, model = run(vault)
+    assert second.notes_unchanged == 17
+    assert (second.notes_new, second.notes_changed, second.notes_deleted) == (0, 0, 0)
+    assert second.chunks_embedded == second.points_written == model.calls == 0
+    assert second.edges == first.edges > 0
+
+
+def test_editing_one_paragraph_reembeds_only_changed_chunks(vault: Path) -> None:
+    run(vault)
+    path = vault / "projects" / "mindnet.md"
+    note_before = {c.text_hash for c in Vault(vault).chunks()}
+    text = path.read_text(encoding="utf-8")
+    marker = "Es gibt drei Collections in Qdrant"
+    assert text.count(marker) == 1
+    path.write_text(text.replace(marker, "Es gibt genau drei Collections in Qdrant"), encoding="utf-8")
+    after_chunks = list(Vault(vault).chunks())
+    new_texts = {c.text_hash for c in after_chunks} - note_before
+    summary, model = run(vault)
+    assert summary.notes_changed == 1
+    assert summary.notes_unchanged == 16
+    assert 1 <= summary.chunks_embedded == len(new_texts) == model.calls
+    project_chunks = [c for c in after_chunks if c.path == "projects/mindnet.md"]
+    assert summary.chunks_reused == len(project_chunks) - len(new_texts)
+
+
+def test_deleting_a_note_removes_its_points_and_unresolves_links(vault: Path) -> None:
+    run(vault)
+    target = vault / "concepts" / "rrf.md"
+    saved = target.read_bytes()
+    target.unlink()
+    summary, _ = run(vault)
+    assert summary.notes_deleted == 1
+    assert summary.notes_relinked >= 1
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        assert store.count("chunks", Filter.all(Equals("note_id", "concept-rrf"))) == 0
+        assert store.count("notes", Filter.all(Equals("note_id", "concept-rrf"))) == 0
+        resolved = store.count("edges", Filter.all(Equals("target_id", "concept-rrf"), Equals("status", "resolved")))
+        assert resolved == 0
+        unresolved = store.count("edges", Filter.all(Equals("status", "unresolved"), Equals("kind", "references")))
+        assert unresolved > 1
+    finally:
+        store.close()
+    target.write_bytes(saved)
+    back, _ = run(vault)
+    assert back.notes_new == 1
+    clean = vault.parent / "clean"
+    shutil.copytree(vault, clean, ignore=shutil.ignore_patterns(".mindnet"))
+    run(clean)
+    assert snapshot(vault) == snapshot(clean)
+
+
+def test_forward_reference_resolves_when_the_note_appears(vault: Path) -> None:
+    run(vault)
+    (vault / "Zettelkasten Methode.md").write_text("# Zettelkasten Methode\n\nLuhmanns Kartei.\n", encoding="utf-8")
+    summary, _ = run(vault)
+    assert summary.notes_new == 1
+    assert summary.notes_relinked == 1
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        edges = list(store.scroll("edges", Filter.all(Equals("target_id", "zettelkasten-methode"))))
+        assert edges and all(p.payload["status"] == "resolved" for p in edges)
+        flt = Filter.all(Equals("kind", "backlink"), Equals("source_id", "zettelkasten-methode"))
+        backlinks = list(store.scroll("edges", flt))
+        assert [p.payload["target_id"] for p in backlinks] == ["20250901-2000-source-ahrens-smart-notes"]
+    finally:
+        store.close()
+
+
+def test_second_concurrent_import_fails_fast_with_the_holder(vault: Path) -> None:
+    run(vault)
+    before = snapshot(vault)
+    with import_lock(vault / ".mindnet"), pytest.raises(StoreError) as info:
+        run(vault)
+    assert "another import is running" in str(info.value)
+    assert f"pid {os.getpid()}" in str(info.value)
+    assert snapshot(vault) == before
+
+
+def test_dry_run_writes_nothing(vault: Path) -> None:
+    summary, model = run(vault, dry_run=True)
+    assert summary.notes_new == 17 and summary.dry_run
+    assert model.calls == 0
+    assert snapshot(vault) == {"notes": {}, "chunks": {}, "edges": {}}
+
+
+DRIVER = """
+import sys
+sys.path.insert(0, {tests!r})
+from fakes import FakeEmbedder
+from mindnet.config import Settings
+from mindnet.embedding import CachedEmbedder, EmbeddingCache
+from mindnet.sync import import_vault
+vault = {vault!r}
+embedder = CachedEmbedder(FakeEmbedder(), EmbeddingCache(vault + "/.mindnet/embeddings.sqlite"))
+import_vault(vault, Settings(), embedder=embedder)
+"""
+
+
+@pytest.mark.slow
+def test_sigkill_at_random_moments_converges_to_a_clean_import(vault: Path) -> None:
+    """R21: kill -9 anywhere, and the next run repairs the store to exactly a clean import's state."""
+    clean = vault.parent / "clean"
+    shutil.copytree(vault, clean)
+    run(clean)
+    expected = snapshot(clean)
+    script = DRIVER.format(tests=str(Path(__file__).parent), vault=str(vault))
+    rng = random.Random(20261130)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+    full_run = time.perf_counter() - start
+    shutil.rmtree(vault / ".mindnet")
+    killed = 0
+    for _ in range(20):
+        proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.0, full_run))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            killed += 1
+        proc.wait()
+        # Touch a note now and then, so runs differ in what they must redo.
+        if rng.random() < 0.3:
+            note = vault / "inbox" / "search-ideas.md"
+            note.write_text(note.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert killed >= 5
+    note = vault / "inbox" / "search-ideas.md"
+    note.write_bytes((clean / "inbox" / "search-ideas.md").read_bytes())
+    os.utime(note, (os.stat(clean / "inbox" / "search-ideas.md").st_mtime,) * 2)
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
+    assert snapshot(vault) == expected
+
+
+def test_store_built_with_another_model_is_refused(vault: Path) -> None:
+    run(vault)
+    folder = vault / ".mindnet"
+    other = CachedEmbedder(FakeEmbedder(dim=16, model_id="other@2"), EmbeddingCache(folder / "embeddings.sqlite"))
+    try:
+        with pytest.raises(StoreError) as info:
+            import_vault(vault, Settings(), embedder=other)
+    finally:
+        other.cache.close()
+    assert "fake@1" in str(info.value) and "other@2" in str(info.value)
+    assert isinstance(open_store(vault, Settings()), EdgeStore)
