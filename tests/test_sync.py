@@ -213,3 +213,25 @@ def test_store_built_with_another_model_is_refused(vault: Path) -> None:
         other.cache.close()
     assert "fake@1" in str(info.value) and "other@2" in str(info.value)
     assert isinstance(open_store(vault, Settings()), EdgeStore)
+
+
+def test_embedded_note_text_is_indexed_with_its_host(vault: Path) -> None:
+    """`![[note]]`: the host chunk records the embed and is rewritten when the embedded note changes."""
+    run(vault)
+    source_id = "20250906-0740-thought-ueber-rueckverweise"
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        hosts = [
+            p.payload["note_id"]
+            for p in store.scroll("chunks", Filter.all(Equals("path", "journal/2025-09-03.md")))
+            if source_id in p.payload["transcluded_from"]
+        ]
+    finally:
+        store.close()
+    assert len(hosts) == 1
+    embedded = vault / "gedanken" / "Über Rückverweise.md"
+    embedded.write_text(embedded.read_text(encoding="utf-8") + "\nNeuer Gedanke über Graphen.\n", encoding="utf-8")
+    summary, _ = run(vault)
+    assert summary.notes_changed == 1
+    assert summary.notes_relinked == 1

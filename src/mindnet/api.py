@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .chunking.base import Chunk
-from .chunking.pipeline import chunk_note
+from .chunking.pipeline import check_settings, chunk_note
 from .config import Settings, load_settings
 from .errors import MindnetError, NoteError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
@@ -35,6 +35,7 @@ class Vault:
     def __init__(self, root: str | Path, settings: Settings | None = None) -> None:
         self.root = Path(root).expanduser()
         self.settings = settings or load_settings(self.root)
+        check_settings(self.settings)
 
     @cached_property
     def result(self) -> VaultResult:
@@ -144,6 +145,7 @@ def linked_notes(
 
 def note_from_text(text: str, settings: Settings, path: str = "<stdin>") -> Note:
     """A note that exists only as text (stdin of `mindnet-chunk`)."""
+    check_settings(settings)
     if not text.strip():
         raise NoteError(path, "empty input", 1)
     return parse_note(text.removeprefix("\ufeff"), path, settings)

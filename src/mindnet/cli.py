@@ -83,6 +83,11 @@ def settings_for(
     return dataclasses.replace(settings, recursive=recursive, recursive_by_type={})
 
 
+def _say(line: str) -> None:
+    """One line on stderr, never wrapped or styled: editors and CI parse `path:line: …`."""
+    sys.stderr.write(line + "\n")
+
+
 def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
@@ -128,7 +133,7 @@ def import_(
     with _progress_bars(err.is_terminal and not as_json) as progress:
         summary = index.import_vault(full=full, dry_run=dry_run, progress=progress)
     for line in summary.problems:
-        err.print(line, markup=False)
+        _say(line)
     if as_json:
         _print_json(summary.as_dict())
     else:
@@ -196,7 +201,7 @@ def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False)
     """Read a vault without importing it: notes, types, languages, warnings, problems."""
     reader = Vault(vault, settings_for(vault, config))
     for problem in reader.problems:
-        err.print(problem.one_line(), markup=False)
+        _say(problem.one_line())
     notes = reader.notes
     info = {
         "vault": str(reader.root),
@@ -248,7 +253,7 @@ def chunk(
         try:
             note = note_from_text(sys.stdin.read(), settings)
         except NoteError as exc:
-            err.print(exc.one_line(), markup=False)
+            _say(exc.one_line())
             raise typer.Exit(1) from None
         _emit(chunk_note(note, settings))
         return
@@ -259,13 +264,13 @@ def chunk(
         else:
             notes, problems = reader.notes_at(files)
         for problem in problems:
-            err.print(problem.one_line(), markup=False)
+            _say(problem.one_line())
         failed += sum(1 for p in problems if p.severity == "error")
         for note in notes:
             try:
                 _emit(chunk_note(note, reader.settings, reader.resolver))
             except MindnetError as exc:
-                err.print(f"{note.path}: error: {exc}", markup=False)
+                _say(f"{note.path}: error: {exc}")
                 failed += 1
     if failed:
         raise typer.Exit(1)
@@ -303,5 +308,5 @@ def _run(application: typer.Typer) -> None:
     try:
         application()
     except MindnetError as exc:
-        err.print(f"mindnet: {exc}", markup=False)
+        _say(f"mindnet: {exc}")
         sys.exit(2)

@@ -31,12 +31,12 @@ from typing import Any
 from . import store as store_module
 from .chunking.base import Chunk
 from .chunking.pipeline import chunk_note
-from .chunking.tokens import default_tokenizer
+from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, StoreError
 from .graph import Edge, edge_from_payload, incremental_edges, note_neighbors
-from .links import Resolver
+from .links import Resolver, transclusions
 from .store import (
     AnyOf,
     Equals,
@@ -47,7 +47,7 @@ from .store import (
     VectorSpec,
     lexical_document,
 )
-from .text import content_hash
+from .text import content_hash, normalise
 from .vault import Note, NoteProblem, read_vault
 
 Progress = Callable[[str, int, int], None]
@@ -286,16 +286,17 @@ def _run(
     journal.write(set(rewrite) | set(deleted) | dirty)
     for note_id in deleted:
         store.delete("chunks", Filter.all(Equals("note_id", note_id)))
-    _write_chunks(store, embedder, [notes_by_id[i] for i in rewrite], chunks_of, settings, summary, progress)
+    context = Transcluder(resolver, notes_by_id, tokenizer) if settings.transclude_embeds else None
+    _write_chunks(store, embedder, [notes_by_id[i] for i in rewrite], chunks_of, settings, summary, progress, context)
     store.upsert("edges", [PointRecord(e.edge_key, e.payload()) for e in delta.to_add])
     store.delete_ids("edges", [e.edge_key for e in delta.to_delete])
     for note_id in deleted:
         store.delete("edges", Filter.all(Equals("note_id", note_id)))
     summary.points_written += len(delta.to_add)
     neighbor_ids = sorted(set(rewrite) | (delta.neighbors_changed & set(notes_by_id)))
-    neighbors = _neighbors(store, neighbor_ids) if settings.neighbors else {}
+    neighbors = _neighbors(store, neighbor_ids)
     note_points = [
-        _note_point(notes_by_id[i], config_hash, len(chunks_of(notes_by_id[i])), neighbors.get(i))
+        _note_point(notes_by_id[i], config_hash, len(chunks_of(notes_by_id[i])), neighbors[i], settings.neighbors)
         for i in neighbor_ids
     ]
     store.upsert("notes", note_points)
@@ -317,26 +318,31 @@ def _write_chunks(
     settings: Settings,
     summary: ImportSummary,
     progress: Progress,
+    transcluder: Transcluder | None = None,
 ) -> None:
     """Chunk, embed (cache first) and upsert the notes' chunks, then drop their stale chunks."""
     total = len(notes)
     progress("chunk", 0, total)
     all_chunks: list[Chunk] = []
+    extra: dict[str, tuple[tuple[str, str], ...]] = {}
     for i, note in enumerate(notes, 1):
-        all_chunks.extend(chunks_of(note))
+        chunks = chunks_of(note)
+        all_chunks.extend(chunks)
+        if transcluder is not None:
+            extra.update(transcluder.context(note, chunks))
         if i % 50 == 0 or i == total:
             progress("chunk", i, total)
     before = (getattr(embedder, "hits", 0), getattr(embedder, "misses", 0))
     progress("embed", 0, len(all_chunks))
     for start in range(0, len(all_chunks), _WRITE_BATCH):
         batch = all_chunks[start : start + _WRITE_BATCH]
-        vectors = embedder.embed_passages([embedding_input(c, settings) for c in batch])
+        vectors = embedder.embed_passages([embedding_input(c, settings, extra.get(c.chunk_id, ())) for c in batch])
         points = [
             PointRecord(
                 c.chunk_id,
-                chunk_payload(c),
+                chunk_payload(c, extra.get(c.chunk_id, ())),
                 vectors={DENSE: vec},
-                sparse={"bm25": lexical_document(lexical_input(c), c.lang)},
+                sparse={"bm25": lexical_document(lexical_input(c, extra.get(c.chunk_id, ())), c.lang)},
             )
             for c, vec in zip(batch, vectors, strict=True)
         ]
@@ -353,24 +359,60 @@ def _write_chunks(
         store.delete("chunks", stale)
 
 
-def embedding_input(chunk: Chunk, settings: Settings) -> str:
-    """What the model sees: the chunk text, optionally after the note title and section (R19)."""
+Transcluded = tuple[tuple[str, str], ...]
+"""(source note id, embedded text) pairs shown inside a chunk by `![[note#section]]`."""
+
+TRANSCLUDE_TOKENS = 200
+"""Tokens of embedded text added to a host chunk: enough to carry the topic, not to drown the host."""
+
+
+class Transcluder:
+    """Text pulled into host chunks by embeds, so it can be found from the host (issue: embeds)."""
+
+    def __init__(self, resolver: Resolver, notes_by_id: dict[str, Note], tokenizer: Tokenizer) -> None:
+        self.resolver = resolver
+        self.notes_by_id = notes_by_id
+        self.tokenizer = tokenizer
+
+    def context(self, note: Note, chunks: Sequence[Chunk]) -> dict[str, Transcluded]:
+        """Per chunk id, the embedded texts whose `![[…]]` lies in the chunk's new content."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for t in transclusions(note, self.resolver, self.notes_by_id):
+            for chunk in chunks:
+                if chunk.content_start <= t.link_start < chunk.char_end:
+                    out.setdefault(chunk.chunk_id, []).append((t.source_note_id, self._cap(normalise(t.text))))
+                    break
+        return {k: tuple(v) for k, v in out.items()}
+
+    def _cap(self, text: str) -> str:
+        pieces = self.tokenizer.pieces(text)
+        return text if len(pieces) <= TRANSCLUDE_TOKENS else text[: pieces[TRANSCLUDE_TOKENS][0]].rstrip()
+
+
+def embedding_input(chunk: Chunk, settings: Settings, transcluded: Transcluded = ()) -> str:
+    """What the model sees: the chunk text, optionally after the note title and section (R19).
+
+    Embedded text (`![[note]]`) follows the chunk's own text, so the host is found by it too.
+    """
+    body = "\n\n".join([chunk.text, *(text for _, text in transcluded)])
     if not settings.embed_title_prefix:
-        return chunk.text
+        return body
     head = chunk.note_title
     if chunk.section_title and chunk.section_title != chunk.note_title:
         head = f"{head} — {chunk.section_title}"
-    return f"{head}\n\n{chunk.text}"
+    return f"{head}\n\n{body}"
 
 
-def lexical_input(chunk: Chunk) -> str:
-    """What BM25 indexes: title, section path and text, so a title word finds its note (R22)."""
-    return f"{chunk.note_title}\n{chunk.section_path.replace('/', ' ')}\n{chunk.text}"
+def lexical_input(chunk: Chunk, transcluded: Transcluded = ()) -> str:
+    """What BM25 indexes: title, section path, text and embedded text, so a title word finds its note (R22)."""
+    parts = [chunk.note_title, chunk.section_path.replace("/", " "), chunk.text, *(text for _, text in transcluded)]
+    return "\n".join(parts)
 
 
-def chunk_payload(chunk: Chunk) -> dict[str, Any]:
-    """The chunk payload of the seed example (R11, R12, R14)."""
+def chunk_payload(chunk: Chunk, transcluded: Transcluded = ()) -> dict[str, Any]:
+    """The chunk payload of the seed example (R11, R12, R14), plus where embedded text came from."""
     payload = dataclasses.asdict(chunk)
+    payload["transcluded_from"] = [source for source, _ in transcluded]
     payload["id"] = chunk.chunk_id
     payload["tags"] = list(chunk.tags)
     payload["wikilinks"] = list(chunk.wikilinks)
@@ -378,7 +420,10 @@ def chunk_payload(chunk: Chunk) -> dict[str, Any]:
     return payload
 
 
-def _note_point(note: Note, config_hash: str, chunk_count: int, neighbors: dict[str, list[str]] | None) -> PointRecord:
+def _note_point(
+    note: Note, config_hash: str, chunk_count: int, neighbors: dict[str, list[str]], materialise: bool
+) -> PointRecord:
+    """The note point (R4): `references` are the resolved ids it links to; `neighbors` (R18) when enabled."""
     payload: dict[str, Any] = {
         "note_id": note.note_id,
         "title": note.title,
@@ -396,13 +441,13 @@ def _note_point(note: Note, config_hash: str, chunk_count: int, neighbors: dict[
         "lang": note.lang,
         "fulltext": note.fulltext,
         "frontmatter": _jsonable(note.frontmatter),
-        "references": list(note.references),
+        "references": neighbors["references"],
         "content_hash": note.content_hash,
         "chunking_hash": config_hash,
         "chunk_count": chunk_count,
         "body_line": note.body_line,
     }
-    if neighbors is not None:
+    if materialise:
         payload["neighbors"] = neighbors
     return PointRecord(note.note_id, payload)
 

@@ -127,7 +127,10 @@ def finalize(
     for i, (span, text, count) in enumerate(zip(spans, texts, counts, strict=True)):
         title, path = span.section_title, span.section_path
         if path is None:
-            title, path = _section_at(headings, span.content_start)
+            # A recursive piece may begin with the separator's line break: the section is the
+            # one of its first visible character.
+            piece = body[span.content_start : span.char_end]
+            title, path = _section_at(headings, span.content_start + len(piece) - len(piece.lstrip()))
         last = max(span.char_start, span.char_end - 1)
         chunks.append(
             Chunk(

@@ -14,6 +14,17 @@ from .structure import chunk_structure
 from .tokens import Tokenizer, default_tokenizer
 
 
+def check_settings(settings: Settings) -> None:
+    """Validate every recursive configuration up front, so a bad one stops the run once (exit 2).
+
+    Raises:
+        ConfigError: with Elasticsearch's message for the first invalid setting.
+    """
+    for name, type_strategy in [("", settings.strategy), *settings.strategy_by_type.items()]:
+        if type_strategy == "recursive" or name in settings.recursive_by_type:
+            validate(settings.recursive_for(name) if name else settings.recursive)
+
+
 def chunk_spans(note: Note, settings: Settings, tokenizer: Tokenizer) -> list[ChunkSpan]:
     """The spans of the strategy configured for the note's type (R26: globally or per type)."""
     if settings.strategy_for(note.type) == "recursive":

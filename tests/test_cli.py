@@ -1,0 +1,163 @@
+"""The commands as a user runs them: exit codes, stdout, stderr and store state (STYLE §9).
+
+`import` here runs the real default model and the real embedded store: this is the `make run` path.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mindnet import cli
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
+
+
+def invoke(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], entry: Callable[[], None], *args: str,
+    stdin: str = "",
+) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "argv", ["mindnet", *args])
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = 0
+    try:
+        entry()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text(
+        "---\ntitle: Alpha\nid: alpha\ntype: concept\nstatus: draft\ncreated: 2025-01-01\ntags: [x]\n---\n"
+        "# Alpha\n\n## Idee\n\nAlpha verweist auf [[Beta]] und erklärt Rangfusion.\n",
+        encoding="utf-8",
+    )
+    (root / "b.md").write_text("# Beta\n\nBeta is about reciprocal rank fusion of result lists.\n", encoding="utf-8")
+    return root
+
+
+def chunks_of(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines() if line.strip()]
+
+
+def test_chunk_stdin_prints_ndjson(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    note = "# T\n\n## A\n\nEins. Zwei.\n\n## B\n\nDrei.\n"
+    code, out, err = invoke(monkeypatch, capsys, cli.chunk_main, "-", stdin=note)
+    assert (code, err) == (0, "")
+    rows = chunks_of(out)
+    assert [r["section_path"] for r in rows] == ["/", "/A", "/B"]
+    assert rows[0]["path"] == "<stdin>" and rows[1]["chunk_id"].endswith("#c02")
+
+
+def test_chunk_folder_resolves_links_within_the_vault(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    code, out, _ = invoke(monkeypatch, capsys, cli.chunk_main, str(vault))
+    assert code == 0
+    rows = chunks_of(out)
+    assert {r["path"] for r in rows} == {"a.md", "b.md"}
+    idee = next(r for r in rows if r["section_title"] == "Idee")
+    assert idee["wikilinks"] == ["b"]
+    assert idee["references"] == [{"target_id": "b", "kind": "wikilink", "status": "resolved"}]
+
+
+def test_chunk_file_with_vault_and_recursive_flags(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    body = "# Long\n\n## One\n\n" + "Ein Satz mit genau sieben Wörtern hier. " * 3 + "\n\n## Two\n\nKurz.\n"
+    (vault / "long.md").write_text(body, encoding="utf-8")
+    args = (str(vault / "long.md"), "--vault", str(vault), "--strategy", "recursive", "--max-chunk-size", "10",
+            "--separators", '["\\n## "]')
+    code, out, _ = invoke(monkeypatch, capsys, cli.chunk_main, *args)
+    assert code == 0
+    rows = chunks_of(out)
+    assert [r["path"] for r in rows] == ["long.md"] * len(rows)
+    assert [r["section_path"] for r in rows] == ["/", "/One", "/One", "/One", "/Two"]
+    assert rows[0]["char_start"] == 0 and rows[-1]["char_end"] == len(body)
+    assert all(a["char_end"] == b["char_start"] for a, b in itertools.pairwise(rows))
+
+
+def test_chunk_bad_note_is_one_line_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    (vault / "bad.md").write_bytes(b"---\ntitle: [\n---\nbody\n")
+    code, out, err = invoke(monkeypatch, capsys, cli.chunk_main, str(vault))
+    assert code == 1
+    message = "bad.md:3: error: malformed YAML frontmatter: did not find expected node content"
+    assert err.strip().splitlines() == [message]
+    assert {r["path"] for r in chunks_of(out)} == {"a.md", "b.md"}
+
+
+def test_bad_recursive_settings_exit_2_with_elasticsearch_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    code, out, err = invoke(monkeypatch, capsys, cli.chunk_main, str(vault), "--strategy", "recursive",
+                            "--max-chunk-size", "5")
+    assert code == 2 and out == ""
+    assert "[max_chunk_size] must be greater than or equal to [10.0]" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_import_status_graph_with_the_real_model(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "import", str(vault), "--json")
+    assert code == 0
+    summary = json.loads(out)
+    for key in ("notes_new", "notes_changed", "notes_unchanged", "notes_deleted", "notes_failed",
+                "chunks_embedded", "chunks_reused", "edges", "seconds"):
+        assert key in summary
+    assert (summary["notes_new"], summary["notes_failed"]) == (2, 0)
+    assert summary["chunks_embedded"] >= 3
+
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "status", "--vault", str(vault), "--json")
+    status = json.loads(out)
+    assert code == 0
+    assert (status["notes"], status["model"], status["dim"]) == (2, "use-multilingual-v3@0.2.1", 512)
+    assert status["chunks"] == summary["chunks_embedded"]
+
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "graph", "b", "--vault", str(vault), "--json")
+    assert code == 0
+    assert json.loads(out) == [
+        {"note_id": "alpha", "path": "a.md", "title": "Alpha", "kind": "backlink", "status": "resolved",
+         "direction": "in"}
+    ]
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "import", str(vault))
+    assert code == 0
+    assert out.startswith("imported: notes 0 new, 0 changed, 2 unchanged, 0 deleted, 0 failed; chunks 0 embedded")
+
+
+def test_graph_without_store_reads_the_vault(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    root = tmp_path / "v"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".mindnet"))
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "graph", "concepts/rrf.md", "--vault", str(root),
+                          "--backlinks", "--json")
+    assert code == 0
+    rows = json.loads(out)
+    assert {r["path"] for r in rows} >= {"concepts/embeddings.md", "projects/mindnet.md"}
+    assert all(r["kind"] == "backlink" and r["direction"] == "in" for r in rows)
+    assert not (root / ".mindnet").exists()
+
+
+def test_bad_config_is_one_line_exit_2(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    (vault / "mindnet.toml").write_text("strategy = 'semantic'\n", encoding="utf-8")
+    code, out, err = invoke(monkeypatch, capsys, cli.main, "import", str(vault))
+    assert code == 2 and out == ""
+    message = "strategy must be 'structure' or 'recursive', not 'semantic'"
+    assert err.strip() == f"mindnet: {vault / 'mindnet.toml'}: {message}"
