@@ -235,3 +235,31 @@ def test_embedded_note_text_is_indexed_with_its_host(vault: Path) -> None:
     summary, _ = run(vault)
     assert summary.notes_changed == 1
     assert summary.notes_relinked == 1
+
+
+def test_migrate_copies_every_point_with_vectors_to_a_server_store(vault: Path) -> None:
+    """`mindnet migrate`: same ids, payloads and vectors on the qdrant-client side, nothing re-embedded."""
+    from mindnet.store import ClientStore, copy_store
+
+    run(vault)
+    source = open_store(vault, Settings())
+    target = ClientStore(":memory:")
+    try:
+        copied = copy_store(source, target)
+        assert copied == {name: source.count(name) for name in ("notes", "chunks", "edges")}
+        assert target.meta() == source.meta()
+        for name in ("notes", "chunks", "edges"):
+            a = {p.id: (p.payload, p.vectors) for p in source.scroll(name, with_vectors=True)}
+            b = {p.id: (p.payload, p.vectors) for p in target.scroll(name, with_vectors=True)}
+            assert a.keys() == b.keys()
+            for key, (payload, vectors) in a.items():
+                assert b[key][0] == payload
+                for vec_name, vec in vectors.items():
+                    assert b[key][1][vec_name] == pytest.approx(vec, abs=1e-6)
+        query = next(iter(source.scroll("chunks", with_vectors=True))).vectors["use"]
+        top_a = [p.id for p in source.search_dense("chunks", "use", query, limit=3)]
+        top_b = [p.id for p in target.search_dense("chunks", "use", query, limit=3)]
+        assert top_a[0] == top_b[0]
+    finally:
+        source.close()
+        target.close()

@@ -24,7 +24,7 @@ from .config import Settings, load_settings
 from .errors import MindnetError, NoteError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
-from .store import Equals, Filter, Store
+from .store import Equals, Filter, Store, copy_store
 from .sync import DENSE, ImportSummary, Progress, import_vault, open_store, store_dir
 from .vault import Note, NoteProblem, VaultResult, parse_note, read_vault
 
@@ -226,6 +226,18 @@ class Index:
         if note is None:
             raise MindnetError(f"no note {ref!r} in the store or the vault (give a note id, a path or a title)")
         return note.note_id
+
+    def migrate(self, url: str, *, api_key: str | None = None, progress: Progress | None = None) -> dict[str, int]:
+        """Copy this vault's embedded store to a Qdrant server (`mindnet migrate --to URL`)."""
+        local = dataclasses.replace(self.settings, qdrant_url=None)
+        source = open_store(self.vault.root, local)
+        remote = dataclasses.replace(self.settings, qdrant_url=url, qdrant_api_key=api_key)
+        target = open_store(self.vault.root, remote)
+        try:
+            return copy_store(source, target, progress=progress)
+        finally:
+            source.close()
+            target.close()
 
     def close(self) -> None:
         if self._store is not None:

@@ -197,6 +197,25 @@ def graph(
 
 
 @app.command()
+def migrate(
+    to: Annotated[str, typer.Option("--to", help="Qdrant server URL, e.g. http://qdrant:6333.")],
+    vault: VaultOpt = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    api_key: Annotated[str | None, typer.Option("--api-key", envvar="MINDNET_QDRANT_API_KEY")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Copy the embedded store to a Qdrant server or cluster (vectors included, no re-embedding)."""
+    settings = settings_for(vault, config, store=store)
+    with _progress_bars(err.is_terminal and not as_json) as progress:
+        copied = Index(vault, settings).migrate(to, api_key=api_key, progress=progress)
+    if as_json:
+        _print_json(copied)
+    else:
+        sys.stdout.write(", ".join(f"{n} {c}" for n, c in copied.items()) + f" copied to {to}\n")
+
+
+@app.command()
 def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Read a vault without importing it: notes, types, languages, warnings, problems."""
     reader = Vault(vault, settings_for(vault, config))
@@ -220,6 +239,40 @@ def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False)
             out.print(f"{key:<12} {shown}", markup=False)
     if reader.result.failed:
         raise typer.Exit(1)
+
+
+@app.command()
+def lint(
+    paths: Annotated[list[Path] | None, typer.Argument(help="A vault folder, or note files of one vault.")] = None,
+    vault: Annotated[
+        Path | None, typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian).")
+    ] = None,
+    config: ConfigOpt = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Missing fields are errors; any finding fails.")] = False,
+    output_format: Annotated[str, typer.Option("--format", help="text, json or github.")] = "text",
+    select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes/prefixes (MN01,MN020).")] = None,
+    ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes/prefixes.")] = None,
+    fix: Annotated[bool, typer.Option("--fix", help="Add missing id/title/created, normalise tags; never the body.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write VAULT/.mindnet/lint-index.json.")] = False,
+) -> None:
+    """Check vault hygiene (R27): required fields, YAML, links, duplicate ids, id and tag schemes."""
+    from . import lint as linting
+
+    if output_format not in linting.FORMATS:
+        raise MindnetError(f"--format must be one of {', '.join(linting.FORMATS)}, not {output_format!r}")
+    run = linting.run_lint(
+        paths or [], vault, lambda root: settings_for(root, config, strict=strict or None),
+        linting.parse_codes(select), linting.parse_codes(ignore), fix=fix, use_cache=not no_cache,
+    )
+    for summary in run.fixes:
+        err.print(summary.one_line(), markup=False)
+        for line in summary.skipped:
+            err.print(f"  not fixed: {line}", markup=False)
+    findings = run.findings
+    sys.stdout.write(linting.format_findings(findings, output_format))
+    if output_format == "text":
+        err.print(linting.summary_line(findings, run.files), markup=False)
+    raise typer.Exit(run.exit_code)
 
 
 def main() -> None:

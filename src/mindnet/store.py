@@ -1016,3 +1016,36 @@ def open_store(*, path: str | os.PathLike[str] | None = None, url: str | None = 
     if path is None:
         raise StoreError("no store given: set a store folder (MINDNET_STORE) or MINDNET_QDRANT_URL")
     return EdgeStore(path, prefix=prefix, hnsw_m=hnsw_m, hnsw_ef_construct=hnsw_ef_construct)
+
+
+def copy_store(source: Store, target: Store, *, progress: Any = None) -> dict[str, int]:
+    """Copy every point, vectors included, from one store to another (`mindnet migrate`, issue 6).
+
+    The target gets the source's schema record first, so a later import against it checks the
+    same model ids; nothing is re-embedded. Re-running it is harmless: points are upserted by id.
+
+    Raises:
+        StoreError: the source was never imported, or the target holds another model's vectors.
+    """
+    schema = source.meta()
+    if schema is None:
+        raise StoreError(f"store {source.describe()} is empty: run `mindnet import` first")
+    target.ensure(schema)
+    copied: dict[str, int] = {}
+    for name in COLLECTIONS:
+        total = source.count(name)
+        done = 0
+        batch: list[PointRecord] = []
+        for p in source.scroll(name, with_vectors=True):
+            batch.append(PointRecord(p.id, p.payload, p.vectors, p.sparse))
+            if len(batch) == _BATCH:
+                done += target.upsert(name, batch)
+                batch = []
+                if progress:
+                    progress(name, done, total)
+        done += target.upsert(name, batch)
+        if progress:
+            progress(name, done, total)
+        copied[name] = done
+    target.optimize()
+    return copied
