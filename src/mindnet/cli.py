@@ -250,10 +250,10 @@ def lint(
     config: ConfigOpt = None,
     strict: Annotated[bool, typer.Option("--strict", help="Missing fields are errors; any finding fails.")] = False,
     output_format: Annotated[str, typer.Option("--format", help="text, json or github.")] = "text",
-    select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes/prefixes (MN01,MN020).")] = None,
+    select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes or prefixes.")] = None,
     ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes/prefixes.")] = None,
-    fix: Annotated[bool, typer.Option("--fix", help="Add missing id/title/created, normalise tags; never the body.")] = False,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write VAULT/.mindnet/lint-index.json.")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="Fill id/title/created, normalise tags.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="No VAULT/.mindnet/lint-index.json.")] = False,
 ) -> None:
     """Check vault hygiene (R27): required fields, YAML, links, duplicate ids, id and tag schemes."""
     from . import lint as linting

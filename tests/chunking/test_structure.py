@@ -71,9 +71,26 @@ def test_r7_preamble_without_h1_and_h3_before_h2(tok: Tokenizer) -> None:
     assert [(s.section_path, s.section_title) for s in spans] == [
         ("/", ""),
         ("/Früh", "Früh"),
-        ("/Spät", "Spät"),
         ("/Spät/Innen", "Innen"),
     ]
+    # `## Spät` has no text of its own: it opens the `### Innen` chunk instead of standing alone.
+    assert body[spans[2].char_start : spans[2].char_end] == "## Spät\n\n### Innen\n\nMehr."
+
+
+def test_heading_only_title_joins_the_first_section(tok: Tokenizer) -> None:
+    body = "# Titel\n\n## Erster Abschnitt\n\nEin Satz.\n\n## Zweiter\n\nNoch einer.\n"
+    spans = run(body, tok)
+    assert [body[s.char_start : s.char_end] for s in spans] == [
+        "# Titel\n\n## Erster Abschnitt\n\nEin Satz.",
+        "## Zweiter\n\nNoch einer.",
+    ]
+    assert [s.section_path for s in spans] == ["/Erster Abschnitt", "/Zweiter"]
+
+
+def test_heading_run_never_joins_a_stop_section(tok: Tokenizer) -> None:
+    body = "## Leer\n\n## Mögliche Verbindungen\n\n- [[A]]\n"
+    spans = run(body, tok)
+    assert [s.section_path for s in spans] == ["/Leer", "/Mögliche Verbindungen"]
 
 
 def test_r7_every_h2_h3_starts_a_clean_chunk(tok: Tokenizer) -> None:

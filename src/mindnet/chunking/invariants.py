@@ -96,9 +96,30 @@ def check_chunks(
         prev = chunk
     if body[covered:].strip():
         out.append(f"non-whitespace text {_show(body[covered:])} after the last chunk at {covered}")
-    starts = {(chunk.char_start, chunk.content_start) for chunk in spans_or_chunks}
-    for block in blocks:
-        if block.kind == "heading" and block.level in (2, 3) and (block.char_start,) * 2 not in starts:
+    out.extend(_heading_checks(body, spans_or_chunks, blocks))
+    return out
+
+
+def _heading_checks(body: str, chunks: Sequence[SpanLike], blocks: list[Block]) -> list[str]:
+    """Every H2/H3 starts a chunk with no overlap, or lies in the heading run that starts one.
+
+    A chunk may begin with several headings and nothing between them (`## A` then `### B`): the
+    structure chunker joins such heading-only pieces to the next chunk instead of emitting them.
+    """
+    clean = sorted(chunk.char_start for chunk in chunks if chunk.char_start == chunk.content_start)
+    out: list[str] = []
+    for i, block in enumerate(blocks):
+        if block.kind != "heading" or block.level not in (2, 3):
+            continue
+        k = bisect.bisect_right(clean, block.char_start) - 1
+        start = clean[k] if k >= 0 else None
+        run_ok = start is not None and all(
+            b.kind == "heading" or not body[b.char_start : b.char_end].strip()
+            for b in blocks[: i + 1]
+            if start <= b.char_start <= block.char_start
+        )
+        ends = [chunk.char_end for chunk in chunks if chunk.char_start == start]
+        if not run_ok or not ends or ends[0] <= block.char_start:
             out.append(f"H{block.level} {block.title!r} at {block.char_start} does not start a chunk cleanly")
     return out
 

@@ -50,6 +50,7 @@ with the real count of its normalised text, and shrunk (or its overlap dropped) 
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -165,7 +166,54 @@ def chunk_structure(
             overlap = not section.stop and not any(leaf.no_overlap for leaf in leaves[lo:hi])
             for char_start, first, last in packer.pack(lo, hi, overlap):
                 out.append(_span(body, section, leaves[first:last], char_start, packer.oversize(char_start, last)))
-    return out
+    return _merge_heading_runs(body, out, blocks, stops, tokenizer, profile)
+
+
+def _merge_heading_runs(
+    body: str,
+    spans: list[ChunkSpan],
+    blocks: list[Block],
+    stops: set[str],
+    tokenizer: Tokenizer,
+    profile: Profile,
+) -> list[ChunkSpan]:
+    """Join a chunk that holds only headings to the chunk after it.
+
+    `# Title` before the first H2, or `## Risks` followed directly by `### First risk`, would
+    otherwise be chunks of a few tokens that say nothing and crowd search results (12 % of the
+    sample vault's chunks). The heading run starts the next chunk instead, so every H2/H3 still
+    begins a chunk's text, and the section fields are those of the deepest heading (R7). Not
+    done when the joined chunk would pass `max`, or into a stop section (which stays links only).
+    """
+    heading_starts = sorted(b.char_start for b in blocks if b.kind == "heading")
+    content_starts = sorted(
+        b.char_start for b in blocks if b.kind != "heading" and body[b.char_start : b.char_end].strip()
+    )
+    merged: list[ChunkSpan] = []
+    for span in reversed(spans):
+        nxt = merged[-1] if merged else None
+        if (
+            nxt is not None
+            and nxt.content_start == nxt.char_start
+            and fold_title(nxt.section_title or "") not in stops
+            and _only_headings(span, heading_starts, content_starts)
+        ):
+            joined = ChunkSpan(span.char_start, nxt.char_end, span.char_start, nxt.section_title, nxt.section_path,
+                               nxt.oversize, nxt.has_code, nxt.summary)
+            if nxt.oversize or tokenizer.count(normalise(body[joined.char_start : joined.char_end])) <= profile.max:
+                merged[-1] = joined
+                continue
+        merged.append(span)
+    merged.reverse()
+    return merged
+
+
+def _only_headings(span: ChunkSpan, heading_starts: list[int], content_starts: list[int]) -> bool:
+    """Whether the span's own content holds at least one heading and no other block."""
+    lo, hi = span.content_start, span.char_end
+    has_heading = bisect.bisect_left(heading_starts, hi) > bisect.bisect_left(heading_starts, lo)
+    has_content = bisect.bisect_left(content_starts, hi) > bisect.bisect_left(content_starts, lo)
+    return has_heading and not has_content
 
 
 def fold_title(title: str) -> str:

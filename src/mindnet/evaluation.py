@@ -1,0 +1,486 @@
+"""`mindnet eval` (R28): retrieval quality of a store on a question set, ranked per note.
+
+Two inputs:
+
+* **BEIR layout**: `corpus.jsonl` (`_id`, `title`, `text`), `queries.jsonl` (`_id`, `text`),
+  `qrels.tsv` (`query-id corpus-id score`, header line). Every document becomes one Markdown note
+  (title as H1) in a temporary vault, imported with the real pipeline (`import_vault`), so the
+  figures measure what a user's vault would get: chunking, title prefix, BM25 input and all.
+* **Vault + queries file** (JSONL): `query`, `relevant` (note ids or vault-relative paths),
+  optional `partial` (same), optional `category`, optional `id`.
+
+Ranking is per note (`Searcher.search(by_note=True)`): a question is answered by a note, and a
+note found through three chunks must count once. Gains: 1 for relevant, 0.5 for partial (BEIR:
+the qrels score). A result counts as a *hit* for MRR, Hit@1 and Recall only when it is relevant
+(gain >= 1): a partial answer helps nDCG but is not "the" answer.
+
+The metric functions are pure and tested with hand-computed values.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from .config import Settings
+from .embedding import Embedder
+from .errors import MindnetError
+from .search import Hit, Mode, Searcher, SearchTuning
+from .store import Store, StoreSchema, VectorSpec
+from .sync import DENSE, import_vault, open_embedder, open_store, store_dir
+
+RELEVANT = 1.0
+"""Gain of a relevant note, and the threshold for counting a result as a hit."""
+PARTIAL = 0.5
+"""Gain of a partially relevant note."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics (pure)
+# ---------------------------------------------------------------------------------------------
+
+
+def dcg(gains: Sequence[float]) -> float:
+    """Discounted cumulative gain of gains in rank order: sum of g_i / log2(i + 1), i 1-based."""
+    return sum(g / math.log2(i + 1) for i, g in enumerate(gains, 1))
+
+
+def ndcg_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int) -> float:
+    """nDCG@k: DCG of the top k over the DCG of the ideal order of all judged gains.
+
+    A document ranked twice counts once (its first position). 0.0 when nothing is judged.
+    """
+    ideal = dcg(sorted((g for g in gains.values() if g > 0), reverse=True)[:k])
+    if ideal <= 0:
+        return 0.0
+    return dcg([gains.get(d, 0.0) for d in _unique(ranked)[:k]]) / ideal
+
+
+def recall_at_k(ranked: Sequence[str], gains: Mapping[str, float], k: int) -> float:
+    """Share of the relevant (gain >= 1) documents found in the top k; 0.0 when none is relevant."""
+    relevant = {d for d, g in gains.items() if g >= RELEVANT}
+    if not relevant:
+        return 0.0
+    return len(relevant & set(_unique(ranked)[:k])) / len(relevant)
+
+
+def reciprocal_rank(ranked: Sequence[str], gains: Mapping[str, float], k: int | None = None) -> float:
+    """1 / rank of the first relevant (gain >= 1) document within the top k (all when None), else 0."""
+    for i, d in enumerate(_unique(ranked)[:k], 1):
+        if gains.get(d, 0.0) >= RELEVANT:
+            return 1.0 / i
+    return 0.0
+
+
+def hit_at_1(ranked: Sequence[str], gains: Mapping[str, float]) -> float:
+    """1.0 when the first result is relevant (gain >= 1), else 0.0."""
+    return 1.0 if reciprocal_rank(ranked, gains, 1) == 1.0 else 0.0
+
+
+def _unique(ranked: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(ranked))
+
+
+@dataclass(frozen=True, slots=True)
+class Metrics:
+    """Mean metrics over a set of queries."""
+
+    n: int
+    """Queries averaged."""
+    ndcg_5: float
+    ndcg_10: float
+    recall_10: float
+    mrr: float
+    """MRR@10."""
+    hit_1: float
+
+
+def score_query(ranked: Sequence[str], gains: Mapping[str, float]) -> Metrics:
+    """Every metric of one ranked list (n=1)."""
+    return Metrics(1, ndcg_at_k(ranked, gains, 5), ndcg_at_k(ranked, gains, 10), recall_at_k(ranked, gains, 10),
+                   reciprocal_rank(ranked, gains, 10), hit_at_1(ranked, gains))
+
+
+def mean_metrics(per_query: Iterable[Metrics]) -> Metrics:
+    """Macro average (every query weighs the same)."""
+    items = list(per_query)
+    if not items:
+        return Metrics(0, 0.0, 0.0, 0.0, 0.0, 0.0)
+
+    def avg(name: str) -> float:
+        return sum(getattr(m, name) for m in items) / len(items)
+
+    return Metrics(len(items), avg("ndcg_5"), avg("ndcg_10"), avg("recall_10"), avg("mrr"), avg("hit_1"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Question sets
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuery:
+    """One question with its judgements, keyed the way the ranking is keyed (note id or doc id)."""
+
+    query_id: str
+    query: str
+    gains: Mapping[str, float]
+    """Document key -> gain (1 relevant, 0.5 partial)."""
+    category: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RawQuery:
+    """A line of a vault queries file, before its note references are resolved."""
+
+    query_id: str
+    query: str
+    relevant: tuple[str, ...]
+    partial: tuple[str, ...] = ()
+    category: str | None = None
+
+
+def load_vault_queries(path: str | Path) -> list[RawQuery]:
+    """Read a JSONL queries file (`query`, `relevant`, optional `partial`, `category`, `id`).
+
+    Raises:
+        MindnetError: bad JSON or a line without `query` or `relevant`, naming file and line.
+    """
+    out: list[RawQuery] = []
+    for line_no, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            query = str(row["query"])
+            relevant = _as_tuple(row["relevant"])
+        except (ValueError, KeyError, TypeError) as exc:
+            raise MindnetError(f"{path}:{line_no}: need a JSON object with 'query' and 'relevant' ({exc})") from None
+        if not relevant:
+            raise MindnetError(f"{path}:{line_no}: 'relevant' is empty; every question needs an answer")
+        out.append(RawQuery(str(row.get("id") or f"q{line_no}"), query, relevant, _as_tuple(row.get("partial")),
+                            row.get("category")))
+    return out
+
+
+def _as_tuple(value: object) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value)
+    raise TypeError(f"expected a string or a list, got {value!r}")
+
+
+def resolve_queries(raw: Sequence[RawQuery], store: Store) -> list[EvalQuery]:
+    """Judgements keyed by note id: each reference may be a note id or a vault-relative path.
+
+    Raises:
+        MindnetError: a reference that names no note in the store (a typo would silently lower
+            every figure).
+    """
+    by_key: dict[str, str] = {}
+    for p in store.scroll("notes"):
+        by_key[p.id] = p.id
+        path = str(p.payload.get("path", ""))
+        by_key[path] = p.id
+        by_key.setdefault(path.removesuffix(".md"), p.id)
+    out: list[EvalQuery] = []
+    missing: list[str] = []
+    for q in raw:
+        gains: dict[str, float] = {}
+        for refs, gain in ((q.partial, PARTIAL), (q.relevant, RELEVANT)):
+            for ref in refs:
+                note_id = by_key.get(ref) or by_key.get(ref.lstrip("./"))
+                if note_id is None:
+                    missing.append(f"{q.query_id}: {ref}")
+                else:
+                    gains[note_id] = max(gains.get(note_id, 0.0), gain)
+        out.append(EvalQuery(q.query_id, q.query, gains, q.category))
+    if missing:
+        raise MindnetError(f"{len(missing)} judged notes are not in the store: {'; '.join(missing[:10])}")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class BeirDoc:
+    doc_id: str
+    title: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class BeirSet:
+    """A BEIR dataset in memory."""
+
+    corpus: tuple[BeirDoc, ...]
+    queries: Mapping[str, str]
+    """Query id -> text."""
+    qrels: Mapping[str, Mapping[str, float]]
+    """Query id -> doc id -> score."""
+
+
+def load_beir(folder: str | Path, *, qrels_file: str = "qrels.tsv") -> BeirSet:
+    """Read `corpus.jsonl`, `queries.jsonl` and a qrels file (header line, tab-separated).
+
+    Raises:
+        MindnetError: a missing file, naming the BEIR layout it expects.
+    """
+    root = Path(folder)
+    for name in ("corpus.jsonl", "queries.jsonl", qrels_file):
+        if not (root / name).is_file():
+            raise MindnetError(f"{root / name} not found; a BEIR folder holds corpus.jsonl, queries.jsonl, qrels.tsv")
+    corpus = tuple(BeirDoc(str(r["_id"]), str(r.get("title") or ""), str(r.get("text") or ""))
+                   for r in _jsonl(root / "corpus.jsonl"))
+    queries = {str(r["_id"]): str(r["text"]) for r in _jsonl(root / "queries.jsonl")}
+    qrels: dict[str, dict[str, float]] = {}
+    with (root / qrels_file).open(encoding="utf-8", newline="") as fh:
+        rows = csv.reader(fh, delimiter="\t")
+        for i, row in enumerate(rows):
+            if not row or (i == 0 and not _is_number(row[-1])):
+                continue  # blank line or the `query-id corpus-id score` header
+            qrels.setdefault(row[0], {})[row[1]] = float(row[2])
+    return BeirSet(corpus, queries, qrels)
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, object]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def write_beir_vault(beir: BeirSet, folder: str | Path) -> dict[str, str]:
+    """Write each document as `<n>.md` with its title as H1; return note path -> doc id.
+
+    File names are numbers, not doc ids, so any id (slashes, unicode, case twins) is safe; the
+    returned map translates results back. Frontmatter `type: source` picks the profile of
+    reference texts and `id` keeps note ids readable in debug output.
+    """
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    width = len(str(len(beir.corpus)))
+    paths: dict[str, str] = {}
+    for i, doc in enumerate(beir.corpus, 1):
+        name = f"{i:0{width}d}.md"
+        title = doc.title.strip() or doc.doc_id
+        head = f"---\nid: {json.dumps(f'doc-{i:0{width}d}')}\ntitle: {json.dumps(title)}\ntype: source\n---\n"
+        (root / name).write_text(f"{head}\n# {title}\n\n{doc.text.strip()}\n", encoding="utf-8")
+        paths[name] = doc.doc_id
+    return paths
+
+
+def beir_queries(beir: BeirSet) -> list[EvalQuery]:
+    """Queries that have at least one positive judgement, keyed by doc id."""
+    out = []
+    for qid, text in beir.queries.items():
+        gains = {d: s for d, s in beir.qrels.get(qid, {}).items() if s > 0}
+        if gains:
+            out.append(EvalQuery(qid, text, gains))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """One way of searching to evaluate."""
+
+    mode: Mode = "hybrid"
+    expand: bool = False
+    tuning: SearchTuning | None = None
+    label: str = ""
+    """Name in the table; defaults to `mode` (+ `+expand`)."""
+
+    @property
+    def name(self) -> str:
+        return self.label or (f"{self.mode}+expand" if self.expand else self.mode)
+
+
+DEFAULT_RUNS: tuple[RunConfig, ...] = (
+    RunConfig("lexical", label="bm25"),
+    RunConfig("dense"),
+    RunConfig("hybrid"),
+    RunConfig("hybrid", expand=True),
+)
+"""BM25 alone, dense, hybrid, hybrid with graph expansion."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueryResult:
+    query_id: str
+    category: str | None
+    ranked: tuple[str, ...]
+    metrics: Metrics
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class EvalReport:
+    """Figures of one run over one question set; `--json` prints `dataclasses.asdict` of it."""
+
+    dataset: str
+    run: str
+    overall: Metrics
+    per_category: dict[str, Metrics]
+    latency_ms_median: float
+    """Median wall time of one search (query embedding + search), milliseconds."""
+    latency_ms_p95: float
+    queries: tuple[QueryResult, ...] = field(default=(), repr=False)
+
+
+KeyOf = Callable[[Hit], str]
+
+
+def evaluate(searcher: Searcher, queries: Sequence[EvalQuery], run: RunConfig, *, dataset: str = "",
+             k: int = 10, key: KeyOf | None = None) -> EvalReport:
+    """Run every query once, ranked per note, and average the metrics.
+
+    Args:
+        searcher: over the store holding the judged notes.
+        queries: judgements keyed like `key` (note ids by default).
+        run: mode, expansion and tuning.
+        dataset: name for the report.
+        k: results per query (metrics look at the top 10 at most).
+        key: maps a hit to the judgement key; `hit.note_id` by default.
+    """
+    key = key or (lambda h: h.note_id)
+    searcher = Searcher(searcher.store, searcher.embedder, searcher.settings, tuning=run.tuning or searcher.tuning,
+                        dense_vector=searcher.dense_vector)
+    if queries:  # warm-up: model load and first-query caches are not what a user waits for per query
+        searcher.search(queries[0].query, k=k, mode=run.mode, expand=run.expand, by_note=True)
+    results: list[QueryResult] = []
+    for q in queries:
+        started = time.perf_counter()
+        hits = searcher.search(q.query, k=k, mode=run.mode, expand=run.expand, by_note=True)
+        seconds = time.perf_counter() - started
+        ranked = tuple(key(h) for h in hits)
+        results.append(QueryResult(q.query_id, q.category, ranked, score_query(ranked, q.gains), seconds))
+    categories = sorted({r.category for r in results if r.category})
+    per_category = {c: mean_metrics(r.metrics for r in results if r.category == c) for c in categories}
+    times = sorted(r.seconds * 1000 for r in results) or [0.0]
+    return EvalReport(dataset, run.name, mean_metrics(r.metrics for r in results), per_category,
+                      statistics.median(times), times[min(len(times) - 1, math.ceil(0.95 * len(times)) - 1)],
+                      tuple(results))
+
+
+@contextmanager
+def opened(vault: str | Path, settings: Settings, embedder: Embedder | None = None) -> Iterator[Searcher]:
+    """A searcher over a vault's store, imported (incrementally) first; closed afterwards."""
+    folder = store_dir(vault, settings)
+    own_embedder = embedder is None
+    emb = embedder or open_embedder(folder, settings)
+    import_vault(vault, settings, embedder=emb)
+    store = open_store(vault, settings)
+    try:
+        store.ensure(StoreSchema(vectors=(VectorSpec(DENSE, emb.model_id, emb.dim),)))
+        yield Searcher(store, emb, settings)
+    finally:
+        store.close()
+        if own_embedder:
+            emb.cache.close()  # type: ignore[attr-defined]
+
+
+def evaluate_vault(vault: str | Path, queries_file: str | Path, settings: Settings,
+                   runs: Sequence[RunConfig] = DEFAULT_RUNS, *, embedder: Embedder | None = None,
+                   dataset: str | None = None) -> list[EvalReport]:
+    """Import a vault (into `settings.store_path` or `VAULT/.mindnet`) and evaluate a queries file.
+
+    Raises:
+        MindnetError: an unreadable queries file or a judged note missing from the vault.
+    """
+    raw = load_vault_queries(queries_file)
+    name = dataset or Path(queries_file).stem
+    with opened(vault, settings, embedder) as searcher:
+        queries = resolve_queries(raw, searcher.store)
+        return [evaluate(searcher, queries, run, dataset=name) for run in runs]
+
+
+def evaluate_beir(beir: BeirSet | str | Path, settings: Settings, runs: Sequence[RunConfig] = DEFAULT_RUNS, *,
+                  embedder: Embedder | None = None, work_dir: str | Path | None = None,
+                  dataset: str = "beir") -> list[EvalReport]:
+    """Import a BEIR corpus as notes of a temporary vault and evaluate its queries per document.
+
+    Args:
+        beir: a loaded set or a BEIR folder.
+        settings: as for an import; `store_path` is replaced by a folder under `work_dir`.
+        runs: what to evaluate.
+        embedder: injected model (tests, benches); else the configured one with a cache in `work_dir`.
+        work_dir: where the vault and store go (kept, so a second run reuses the embedding
+            cache); a temporary folder, removed afterwards, when None.
+        dataset: name for the reports.
+    """
+    data = beir if isinstance(beir, BeirSet) else load_beir(beir)
+    with tempfile.TemporaryDirectory(prefix="mindnet-beir-") as tmp:
+        root = Path(work_dir) if work_dir else Path(tmp)
+        vault = root / "vault"
+        doc_of = write_beir_vault(data, vault)
+        stale = {p.name for p in vault.glob("*.md")} - set(doc_of)
+        for name in stale:  # a reused work_dir may hold a bigger corpus's notes
+            (vault / name).unlink()
+        run_settings = replace(settings, store_path=str(root / "store"))
+        queries = beir_queries(data)
+        with opened(vault, run_settings, embedder) as searcher:
+            return [evaluate(searcher, queries, run, dataset=dataset, key=lambda h: doc_of.get(h.path, h.path))
+                    for run in runs]
+
+
+def format_table(reports: Sequence[EvalReport], *, categories: bool = True) -> str:
+    """A Markdown table: one row per dataset and run, then per category when there are any."""
+    rows = ["| dataset | run | n | nDCG@5 | nDCG@10 | R@10 | MRR | Hit@1 | p50 ms |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for r in reports:
+        rows.append(_row(r.dataset, r.run, r.overall, r.latency_ms_median))
+    if categories:
+        for r in reports:
+            for cat, m in r.per_category.items():
+                rows.append(_row(f"{r.dataset} [{cat}]", r.run, m, None))
+    return "\n".join(rows)
+
+
+def _row(dataset: str, run: str, m: Metrics, p50: float | None) -> str:
+    lat = f"{p50:.1f}" if p50 is not None else ""
+    return (f"| {dataset} | {run} | {m.n} | {m.ndcg_5:.3f} | {m.ndcg_10:.3f} | {m.recall_10:.3f} | {m.mrr:.3f} | "
+            f"{m.hit_1:.3f} | {lat} |")
+
+
+__all__ = [
+    "DEFAULT_RUNS",
+    "BeirSet",
+    "EvalQuery",
+    "EvalReport",
+    "Metrics",
+    "RunConfig",
+    "dcg",
+    "evaluate",
+    "evaluate_beir",
+    "evaluate_vault",
+    "format_table",
+    "hit_at_1",
+    "load_beir",
+    "load_vault_queries",
+    "ndcg_at_k",
+    "recall_at_k",
+    "reciprocal_rank",
+    "resolve_queries",
+]

@@ -1,0 +1,652 @@
+"""The retrieval stage (R22, R23): dense, lexical and hybrid search, graph expansion, LLM context.
+
+`Searcher` asks the store for chunks and turns what it finds into `Hit` records that carry
+everything a citation needs (note, section, span, lines). Three modes:
+
+* `dense`: cosine over the chunk vector `use`.
+* `lexical`: BM25 over the sparse vector `bm25`; the query is tokenised under every configured
+  language (`store.lexical_query`) because a query's language is only a guess.
+* `hybrid` (default): both lists fused with Reciprocal Rank Fusion **in Python, by language**.
+  BM25 only matches words, so for a German query against an English chunk the lexical list holds
+  mostly accidental matches (names, numbers, stems that happen to collide) and pulls good dense
+  hits down. The lexical rank of a chunk whose language differs from the query's (detected with
+  `vault.detect_language`) therefore counts with `SearchTuning.lexical_weight_other` (0.25)
+  instead of 1. `bench/search.py eval`, nDCG@10 (400 sampled XQuAD questions):
+  German questions vs English paragraphs 0.872 (engine RRF: 0.773, dense alone: 0.856);
+  monolingual de/en 0.943/0.953 (engine RRF 0.945/0.961); foam-docs golden 0.839 (dense 0.747);
+  rustbook-de golden 0.914 (dense 0.835). `language_fusion=False` uses the engine's RRF instead.
+
+Graph expansion (`expand=True`) adds the prev/next chunks of the top hits and the best chunk (by
+the query's dense score) of every note linked from or to a top note, each scored below the hit
+that led to it (`adjacent_decay`, `link_decay`), so expansion never reorders what search found.
+It is off by default: per-note nDCG is unchanged on every set measured (it only adds context
+around hits), and re-ranking by links (`link_boost`) lowered nDCG@10 (foam-docs 0.834 -> 0.772
+at 0.3). Use it to give an LLM the surroundings of a hit.
+
+`build_context` merges the hits of one note that overlap or touch (exactly, on the note's
+`fulltext`), orders them by note and position and fits them into a token budget with a
+citation list (R23).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, TypeAlias
+
+from .config import Settings
+from .embedding import Embedder
+from .errors import MindnetError
+from .store import AnyOf, Condition, Equals, Filter, Prefix, Range, ScoredPoint, Store, lexical_query
+from .vault import detect_language
+
+Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
+MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
+
+DENSE_VECTOR = "use"
+"""Dense vector searched by default; the name `sync` writes."""
+
+_STRUCTURAL_KINDS = ("belongs_to", "prev", "next", "has_section")
+"""Edge kinds that say where a chunk sits, not what a note links to (graph.STRUCTURAL_KINDS)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """What a result must satisfy (R22); every given field must hold, empty fields are ignored."""
+
+    type: tuple[str, ...] = ()
+    """Note types; a chunk of any of them matches."""
+    tags: tuple[str, ...] = ()
+    """Tags that must *all* be on the note: adding a tag narrows the search, as in Obsidian."""
+    area: str | None = None
+    project: str | None = None
+    lang: str | None = None
+    """Chunk language (ISO 639-1), detected per chunk (R6)."""
+    path_prefix: str | None = None
+    """Vault-relative path prefix such as `projects/` (a folder) or `daily/2024-`."""
+    note_id: tuple[str, ...] = ()
+    """Restrict to these notes."""
+    created_from: str | None = None
+    """ISO 8601 date or datetime; notes created on or after it."""
+    created_to: str | None = None
+    """ISO 8601 date or datetime; notes created on or before it (a bare date includes that whole day)."""
+
+    def to_filter(self) -> Filter | None:
+        """The store's neutral `Filter`, or None when nothing is restricted."""
+        must: list[Condition] = []
+        if self.type:
+            must.append(AnyOf("type", tuple(self.type)))
+        must.extend(Equals("tags", tag) for tag in self.tags)
+        for name in ("area", "project", "lang"):
+            value = getattr(self, name)
+            if value:
+                must.append(Equals(name, value))
+        if self.path_prefix:
+            must.append(Prefix("path", self.path_prefix))
+        if self.note_id:
+            must.append(AnyOf("note_id", tuple(self.note_id)))
+        if self.created_from or self.created_to:
+            upper = self.created_to
+            if upper and len(upper) == 10:  # a bare date: the whole day counts
+                upper = f"{upper}T23:59:59.999999Z"
+            lower = self.created_from
+            if lower and len(lower) == 10:
+                lower = f"{lower}T00:00:00Z"
+            must.append(Range("created_at", gte=lower, lte=upper))
+        return Filter(must=tuple(must)) if must else None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: a chunk (or, with `by_note`, the best chunk of a note) and its citation data."""
+
+    rank: int
+    """1-based position in the result list."""
+    score: float
+    """Cosine (dense), BM25 (lexical) or RRF score (hybrid); expanded hits get a decayed score of the
+    hit that led to them. Comparable only within one result list."""
+    note_id: str
+    path: str
+    """Vault-relative path of the note."""
+    title: str
+    """Note title."""
+    chunk_id: str
+    section_path: str
+    """`/H2/H3`, `/` before the first H2 (R7)."""
+    section_title: str
+    text: str
+    """Chunk text (normalised, R5)."""
+    char_start: int
+    """Span in the note's `fulltext` (R11): what a citation quotes."""
+    char_end: int
+    line_start: int
+    """1-based file lines of the span."""
+    line_end: int
+    lang: str
+    via: str
+    """How it was found: `dense`, `lexical`, `dense+lexical`, or `expand` (graph expansion)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTuning:
+    """Knobs of fusion and expansion; the defaults are what `bench/search.py` measured best."""
+
+    rrf_k: int = 10
+    """RRF constant. Measured 2, 10, 20, 60: 10 is best or within 0.005 nDCG@10 everywhere and gains
+    +0.011 over 60 on German questions against English paragraphs (XQuAD de->en)."""
+    candidates: int = 50
+    """Candidates per list before fusion (at least `4 * k` are taken)."""
+    lexical_weight_same: float = 1.0
+    """Weight of a lexical rank when the chunk is in the query's language."""
+    lexical_weight_other: float = 0.25
+    """Weight of a lexical rank when the chunk is in another language (see module docstring)."""
+    language_fusion: bool = True
+    """False fuses inside the engine (`store.search_hybrid`, plain RRF, one round trip)."""
+    expand_top: int = 5
+    """How many top hits (chunks) and top notes are expanded."""
+    adjacent_decay: float = 0.5
+    """Score of a prev/next neighbour relative to its hit."""
+    link_decay: float = 0.7
+    """Score of a linked note's best chunk relative to the linking hit (times its relative cosine)."""
+    max_linked_notes: int = 20
+    """Linked notes considered per query: a hub note linking hundreds must not flood the results."""
+    link_boost: float = 0.0
+    """When > 0, chunks already found whose note is linked from or to a top note gain
+    `link_boost * score(linking hit) * relative cosine`: a re-ranking by the graph, off by default."""
+
+
+@dataclass(slots=True)
+class _Cand:
+    """A chunk under consideration, before ranks are assigned."""
+
+    chunk_id: str
+    score: float
+    payload: dict[str, Any]
+    via: str
+    dense: float | None = None
+    """Cosine to the query when known (dense list or linked-note search)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Search
+# ---------------------------------------------------------------------------------------------
+
+
+class Searcher:
+    """Search over one store with one embedder; cheap to create, holds no state between queries."""
+
+    def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
+                 tuning: SearchTuning | None = None, dense_vector: str = DENSE_VECTOR) -> None:
+        """Bind the parts a search needs.
+
+        Args:
+            store: an opened store (`ensure` called) holding chunks, notes and edges.
+            embedder: the model that embedded the chunks (the store records its id).
+            settings: `languages` decides query tokenisation and language detection.
+            tuning: fusion and expansion knobs; defaults as measured.
+            dense_vector: the named dense vector to search.
+        """
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.tuning = tuning or SearchTuning()
+        self.dense_vector = dense_vector
+
+    def search(self, query: str, *, k: int = 10, mode: Mode = "hybrid", filters: SearchFilters | None = None,
+               expand: bool = False, by_note: bool = False) -> list[Hit]:
+        """The `k` best chunks (or notes) for a query.
+
+        Args:
+            query: free text, any configured language.
+            k: results wanted.
+            mode: `hybrid`, `dense` or `lexical`.
+            filters: restrictions on type, tags, area, project, language, path, note, created date.
+            expand: add prev/next neighbours and the best chunks of linked notes (R22).
+            by_note: one hit per note: its best chunk, with the note's best score.
+
+        Raises:
+            MindnetError: an unknown mode or a non-positive `k`.
+        """
+        if mode not in MODES:
+            raise MindnetError(f"unknown search mode {mode!r}; one of: {', '.join(MODES)}")
+        if k < 1:
+            raise MindnetError(f"k must be at least 1, not {k}")
+        query = query.strip()
+        if not query:
+            return []
+        flt = filters.to_filter() if filters else None
+        t = self.tuning
+        # by_note needs more chunks than notes wanted: a good note often brings several chunks.
+        pool = max(4 * k, t.candidates) * (3 if by_note else 1)
+        vector = self.embedder.embed_query(query) if (mode != "lexical" or expand) else None
+        if mode == "dense":
+            assert vector is not None
+            cands = [_cand(p, "dense", dense=True) for p in self._dense(vector, pool, flt)]
+        elif mode == "lexical":
+            cands = [_cand(p, "lexical") for p in self._lexical(query, pool, flt)]
+        else:
+            assert vector is not None
+            cands = self._hybrid(query, vector, pool, flt)
+        if expand and cands:
+            assert vector is not None
+            cands = self._expand(cands, vector, flt)
+        if by_note:
+            cands = _best_per_note(cands)
+        return [_hit(rank, c) for rank, c in enumerate(cands[:k], 1)]
+
+    def build_context(self, hits: Sequence[Hit], budget_tokens: int, tokenizer: TokenCounter | None = None) -> Context:
+        """`build_context` with the notes' `fulltext` read from the store, so merges are exact (R23).
+
+        Args:
+            hits: search results, best first.
+            budget_tokens: the most tokens the context may take.
+            tokenizer: counts tokens; defaults to the embedding model's (`embedder.count_tokens`).
+        """
+        counter: TokenCounter = tokenizer or _EmbedderCounter(self.embedder)
+        return build_context(hits, budget_tokens, counter, fulltexts=note_fulltexts(self.store, _note_ids(hits)))
+
+    # -- the three lists -------------------------------------------------------------------------
+
+    def _dense(self, vector: Sequence[float], limit: int, flt: Filter | None) -> list[ScoredPoint]:
+        return self.store.search_dense("chunks", self.dense_vector, vector, limit=limit, flt=flt)
+
+    def _lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
+        return self.store.search_sparse("chunks", lexical_query(query, self.settings.languages), limit=limit, flt=flt)
+
+    def _hybrid(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None) -> list[_Cand]:
+        t = self.tuning
+        if not t.language_fusion:
+            sparse = lexical_query(query, self.settings.languages)
+            fused = self.store.search_hybrid("chunks", self.dense_vector, vector, sparse, limit=pool, flt=flt,
+                                             candidates=pool, rrf_k=t.rrf_k)
+            return [_cand(p, "dense+lexical") for p in fused]
+        dense = self._dense(vector, pool, flt)
+        lexical = self._lexical(query, pool, flt)
+        query_lang = detect_language(query, self.settings.languages)
+        return rrf_fuse(dense, lexical, query_lang, rrf_k=t.rrf_k, weight_same=t.lexical_weight_same,
+                        weight_other=t.lexical_weight_other)
+
+    # -- expansion -------------------------------------------------------------------------------
+
+    def _expand(self, cands: list[_Cand], vector: Sequence[float], flt: Filter | None) -> list[_Cand]:
+        """Add neighbours and linked notes' best chunks, each scored below what led to it (R22)."""
+        t = self.tuning
+        by_id = {c.chunk_id: c for c in cands}
+        added: dict[str, _Cand] = {}
+
+        def offer(point_payload: dict[str, Any], chunk_id: str, score: float, dense: float | None = None) -> None:
+            if chunk_id in by_id:
+                return
+            old = added.get(chunk_id)
+            if old is None or score > old.score:
+                added[chunk_id] = _Cand(chunk_id, score, point_payload, "expand", dense)
+
+        # 1. prev/next of the top chunks: the sentence before or after a hit often holds the answer.
+        top = cands[: t.expand_top]
+        want: dict[str, float] = {}
+        for c in top:
+            for side in ("prev", "next"):
+                nid = (c.payload.get("neighbors") or {}).get(side)
+                if nid and nid not in by_id:
+                    want[nid] = max(want.get(nid, 0.0), c.score * t.adjacent_decay)
+        for p in self._chunks_by_id(list(want), flt):
+            offer(p.payload, p.id, want[p.id])
+
+        # 2. best chunk of every note linked from or to a top note, by the query's dense score.
+        top_notes: dict[str, float] = {}
+        for c in cands:
+            nid = c.payload.get("note_id", "")
+            if nid not in top_notes:
+                top_notes[nid] = c.score
+                if len(top_notes) >= t.expand_top:
+                    break
+        linked = self._linked_notes(top_notes)
+        if linked:
+            ref = max((c.dense for c in cands if c.dense is not None), default=None)
+            limit = min(len(linked) * 3, 200)
+            note_cond = AnyOf("note_id", tuple(linked))
+            lflt = Filter(must=(note_cond, *flt.must), should=flt.should, must_not=flt.must_not) if flt else \
+                Filter.all(note_cond)
+            best: dict[str, ScoredPoint] = {}
+            for p in self.store.search_dense("chunks", self.dense_vector, vector, limit=limit, flt=lflt):
+                best.setdefault(str(p.payload.get("note_id", "")), p)
+            if ref is None:
+                ref = max((p.score for p in best.values()), default=1.0)
+            boost: dict[str, float] = {}
+            for note_id, p in best.items():
+                rel = min(1.0, max(0.0, p.score / ref)) if ref > 0 else 0.0
+                offer(p.payload, p.id, linked[note_id] * t.link_decay * rel, p.score)
+                boost[note_id] = t.link_boost * linked[note_id] * rel
+            if t.link_boost > 0:
+                for c in cands:
+                    c.score += boost.get(str(c.payload.get("note_id", "")), 0.0)
+        return sorted([*cands, *added.values()], key=lambda c: -c.score)
+
+    def _chunks_by_id(self, ids: list[str], flt: Filter | None) -> list[Any]:
+        if not ids:
+            return []
+        if flt is None:
+            return self.store.retrieve("chunks", ids)
+        # Let the engine apply the same filter as the search, so filter semantics live in one place.
+        return list(self.store.scroll("chunks", Filter(must=(AnyOf("chunk_id", tuple(ids)), *flt.must),
+                                                       should=flt.should, must_not=flt.must_not)))
+
+    def _linked_notes(self, top_notes: Mapping[str, float]) -> dict[str, float]:
+        """Notes linked from or to the top notes, each with the score of its best linking top note."""
+        if not top_notes:
+            return {}
+        ids = tuple(top_notes)
+        flt = Filter(should=(
+            # Outgoing: body links (chunk scope) and frontmatter links (note scope) of a top note.
+            Filter(must=(AnyOf("note_id", ids), Equals("status", "resolved")),
+                   must_not=(AnyOf("kind", (*_STRUCTURAL_KINDS, "backlink")),)),
+            # Incoming: `backlink` X->Y says Y links X, so a top note as source_id means incoming.
+            Filter.all(Equals("kind", "backlink"), AnyOf("source_id", ids)),
+        ))
+        linked: dict[str, float] = {}
+        for e in self.store.scroll("edges", flt):
+            pl = e.payload
+            if pl.get("kind") == "backlink":
+                src, other = str(pl.get("source_id")), str(pl.get("target_id"))
+            else:
+                src, other = str(pl.get("note_id")), str(pl.get("target_id"))
+            if src not in top_notes or other in top_notes:
+                continue
+            linked[other] = max(linked.get(other, 0.0), top_notes[src])
+        strongest = sorted(linked.items(), key=lambda kv: -kv[1])[: self.tuning.max_linked_notes]
+        return dict(strongest)
+
+
+def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint], query_lang: str | None, *,
+             rrf_k: int = 60, weight_same: float = 1.0, weight_other: float = 1.0) -> list[_Cand]:
+    """Reciprocal Rank Fusion with a lexical weight that depends on the chunk's language.
+
+    score(c) = 1 / (rrf_k + rank_dense(c)) + w(c) / (rrf_k + rank_lexical(c)), ranks 1-based, a
+    missing rank contributing nothing; w(c) = `weight_same` when the chunk's `lang` equals
+    `query_lang` (or either is unknown), else `weight_other`.
+    """
+    out: dict[str, _Cand] = {}
+    for rank, p in enumerate(dense, 1):
+        out[p.id] = _Cand(p.id, 1.0 / (rrf_k + rank), p.payload, "dense", p.score)
+    for rank, p in enumerate(lexical, 1):
+        lang = p.payload.get("lang")
+        w = weight_same if (not query_lang or not lang or lang == query_lang) else weight_other
+        part = w / (rrf_k + rank)
+        c = out.get(p.id)
+        if c is None:
+            out[p.id] = _Cand(p.id, part, p.payload, "lexical")
+        else:
+            c.score += part
+            c.via = "dense+lexical"
+    return sorted(out.values(), key=lambda c: -c.score)
+
+
+def _cand(p: ScoredPoint, via: str, dense: bool = False) -> _Cand:
+    return _Cand(p.id, p.score, p.payload, via, p.score if dense else None)
+
+
+def _best_per_note(cands: Sequence[_Cand]) -> list[_Cand]:
+    """One candidate per note, the best one, in score order (the list is sorted best first)."""
+    seen: dict[str, _Cand] = {}
+    for c in sorted(cands, key=lambda c: -c.score):
+        seen.setdefault(str(c.payload.get("note_id", "")), c)
+    return list(seen.values())
+
+
+def _hit(rank: int, c: _Cand) -> Hit:
+    pl = c.payload
+    return Hit(
+        rank=rank,
+        score=float(c.score),
+        note_id=str(pl.get("note_id", "")),
+        path=str(pl.get("path", "")),
+        title=str(pl.get("note_title", "")),
+        chunk_id=c.chunk_id,
+        section_path=str(pl.get("section_path", "/")),
+        section_title=str(pl.get("section_title", "")),
+        text=str(pl.get("text", "")),
+        char_start=int(pl.get("char_start", 0)),
+        char_end=int(pl.get("char_end", 0)),
+        line_start=int(pl.get("line_start", 0)),
+        line_end=int(pl.get("line_end", 0)),
+        lang=str(pl.get("lang", "")),
+        via=c.via,
+    )
+
+
+def _note_ids(hits: Iterable[Hit]) -> list[str]:
+    return list(dict.fromkeys(h.note_id for h in hits))
+
+
+# ---------------------------------------------------------------------------------------------
+# Context (R23)
+# ---------------------------------------------------------------------------------------------
+
+
+class TokenCounter(Protocol):
+    """Anything that counts tokens: `chunking.tokens.Tokenizer`, or an LLM's tokenizer wrapped."""
+
+    def count(self, text: str) -> int: ...
+
+
+class _EmbedderCounter:
+    def __init__(self, embedder: Embedder) -> None:
+        self._embedder = embedder
+
+    def count(self, text: str) -> int:
+        return self._embedder.count_tokens(text)
+
+
+@dataclass(frozen=True, slots=True)
+class Citation:
+    """Where one passage of the context comes from; `n` is its `[n]` marker in the text."""
+
+    n: int
+    note_id: str
+    title: str
+    path: str
+    section_path: str
+    """Section of the passage's first hit."""
+    section_title: str
+    line_start: int
+    """1-based file lines the passage covers."""
+    line_end: int
+    char_start: int
+    """Span in the note's `fulltext`."""
+    char_end: int
+    chunk_ids: tuple[str, ...]
+    """The hits merged into the passage."""
+    truncated: bool = False
+    """The passage was cut to fit the budget."""
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """A token-budgeted context for an LLM prompt, with its sources."""
+
+    text: str
+    """Passages, each under a `[n] title — path › section (lines a–b)` header."""
+    citations: tuple[Citation, ...]
+    tokens: int
+    """Tokens of `text` by the counter used; never above the budget."""
+
+
+@dataclass(slots=True)
+class _Segment:
+    note_id: str
+    start: int
+    end: int
+    hits: list[Hit] = field(default_factory=list)
+    text: str = ""
+    exact: bool = True
+
+    @property
+    def best_rank(self) -> int:
+        return min(h.rank for h in self.hits)
+
+
+_MIN_PASSAGE_TOKENS = 24
+"""A passage cut shorter than this is not worth its header; skip it instead."""
+
+
+def note_fulltexts(store: Store, note_ids: Sequence[str]) -> dict[str, str]:
+    """`fulltext` of each note found in the notes collection (R4), for exact merging."""
+    if not note_ids:
+        return {}
+    return {p.id: str(p.payload.get("fulltext", "")) for p in store.retrieve("notes", list(note_ids))}
+
+
+def build_context(hits: Sequence[Hit], budget_tokens: int, tokenizer: TokenCounter, *,
+                  fulltexts: Mapping[str, str] | None = None) -> Context:
+    """Merge, order and budget hits into an LLM context with citations (R23).
+
+    Hits of one note whose spans overlap or touch (only whitespace between them) become one
+    passage, cut exactly from the note's `fulltext`, so the model sees each sentence once and in
+    the author's order. Passages are chosen by relevance (the best rank among their hits) until
+    the budget is spent (a passage that does not fit is cut at a line or word boundary, or
+    skipped when too little would be left), then printed grouped by note (most relevant note
+    first) and by position within the note.
+
+    Args:
+        hits: search results, best first (`rank` decides relevance).
+        budget_tokens: the most tokens `Context.text` may take by `tokenizer`.
+        tokenizer: counts tokens (`count(text) -> int`).
+        fulltexts: note id -> `fulltext`; a note missing here keeps its hits as separate passages
+            of their chunk text (a chunk contained in another is dropped).
+    """
+    fulltexts = fulltexts or {}
+    segments = _segments(hits, fulltexts)
+    chosen: list[tuple[_Segment, str, int, bool]] = []  # segment, text, line_end, truncated
+    used = 0
+    sep_cost = max(0, tokenizer.count("\n\n") - tokenizer.count(""))
+    for seg in sorted(segments, key=lambda s: (s.best_rank, s.start)):
+        left = budget_tokens - used - (sep_cost if chosen else 0)
+        head = _header(len(chosen) + 1, seg, max(h.line_end for h in seg.hits))
+        text, truncated = seg.text, False
+        cost = tokenizer.count(f"{head}\n{text}")
+        if cost > left:
+            cut = _fit(head, text, left, tokenizer)
+            if cut is None:
+                continue
+            text, truncated = cut, True
+            cost = tokenizer.count(f"{head}\n{text}")
+        line_end = _line_end(seg, text, truncated)
+        chosen.append((seg, text, line_end, truncated))
+        used += cost + (sep_cost if len(chosen) > 1 else 0)
+    note_order = {nid: i for i, nid in enumerate(_note_ids(sorted(hits, key=lambda h: h.rank)))}
+    chosen.sort(key=lambda item: (note_order[item[0].note_id], item[0].start))
+    blocks: list[str] = []
+    citations: list[Citation] = []
+    for n, (seg, text, line_end, truncated) in enumerate(chosen, 1):
+        first = min(seg.hits, key=lambda h: h.char_start)
+        blocks.append(f"{_header(n, seg, line_end)}\n{text}")
+        citations.append(Citation(
+            n=n, note_id=seg.note_id, title=first.title, path=first.path, section_path=first.section_path,
+            section_title=first.section_title, line_start=min(h.line_start for h in seg.hits), line_end=line_end,
+            char_start=seg.start, char_end=seg.end if not truncated else seg.start + len(text),
+            chunk_ids=tuple(h.chunk_id for h in sorted(seg.hits, key=lambda h: h.char_start)), truncated=truncated,
+        ))
+    out = "\n\n".join(blocks)
+    # Counting the parts may differ from counting the whole by a few merged pieces; drop passages
+    # from the end until the whole provably fits, so the budget is a guarantee.
+    while blocks and tokenizer.count(out) > budget_tokens:
+        blocks.pop()
+        citations.pop()
+        out = "\n\n".join(blocks)
+    return Context(out, tuple(citations), tokenizer.count(out) if blocks else 0)
+
+
+def _segments(hits: Sequence[Hit], fulltexts: Mapping[str, str]) -> list[_Segment]:
+    by_note: dict[str, list[Hit]] = {}
+    for h in hits:
+        by_note.setdefault(h.note_id, []).append(h)
+    out: list[_Segment] = []
+    for note_id, note_hits in by_note.items():
+        note_hits = sorted(note_hits, key=lambda h: (h.char_start, -h.char_end))
+        full = fulltexts.get(note_id)
+        segs: list[_Segment] = []
+        for h in note_hits:
+            cur = segs[-1] if segs else None
+            if cur is not None and h.char_end <= cur.end:
+                cur.hits.append(h)  # contained in what is already there
+                continue
+            touches = cur is not None and (
+                h.char_start <= cur.end or (full is not None and not full[cur.end:h.char_start].strip()))
+            if cur is not None and touches and full is not None:
+                cur.end = max(cur.end, h.char_end)
+                cur.hits.append(h)
+            else:
+                segs.append(_Segment(note_id, h.char_start, h.char_end, [h], exact=full is not None))
+        for seg in segs:
+            if full is not None:
+                seg.text = full[seg.start:seg.end].strip()
+            else:
+                seg.text = seg.hits[0].text.strip()
+        out.extend(segs)
+    return out
+
+
+def _header(n: int, seg: _Segment, line_end: int) -> str:
+    first = min(seg.hits, key=lambda h: h.char_start)
+    line_start = min(h.line_start for h in seg.hits)
+    section = f" › {first.section_title}" if first.section_title else ""
+    return f"[{n}] {first.title} — {first.path}{section} (lines {line_start}–{line_end})"
+
+
+def _line_end(seg: _Segment, text: str, truncated: bool) -> int:
+    full_end = max(h.line_end for h in seg.hits)
+    if not truncated:
+        return full_end
+    start = min(h.line_start for h in seg.hits)
+    return min(full_end, start + text.count("\n"))
+
+
+def _fit(head: str, text: str, budget: int, tokenizer: TokenCounter) -> str | None:
+    """The longest prefix of `text` ending at a line end (else a word end) whose block fits."""
+    if budget < _MIN_PASSAGE_TOKENS or tokenizer.count(head) >= budget:
+        return None
+    cuts = [i for i, ch in enumerate(text) if ch == "\n"]
+    words = [i for i, ch in enumerate(text) if ch.isspace()]
+
+    def best(points: list[int]) -> int | None:
+        lo, hi, found = 0, len(points) - 1, None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if tokenizer.count(f"{head}\n{text[:points[mid]].rstrip()} …") <= budget:
+                found, lo = points[mid], mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    at = best(cuts)
+    by_word = best(words)
+    # A line cut is nicer, but not when it throws away most of what a word cut would keep.
+    if at is None or (by_word is not None and at < by_word // 2):
+        at = by_word
+    if at is None:
+        return None
+    piece = text[:at].rstrip()
+    if tokenizer.count(piece) < _MIN_PASSAGE_TOKENS:
+        return None
+    return f"{piece} …"
+
+
+__all__ = [
+    "MODES",
+    "Citation",
+    "Context",
+    "Hit",
+    "Mode",
+    "SearchFilters",
+    "SearchTuning",
+    "Searcher",
+    "TokenCounter",
+    "build_context",
+    "note_fulltexts",
+    "rrf_fuse",
+]

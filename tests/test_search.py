@@ -1,0 +1,414 @@
+"""Search (R22) and context building (R23) over a real Edge store under tmp_path.
+
+Most tests are about filters, aggregation, expansion and merging, not the model, so they use the
+deterministic fake embedder; `test_german_query_finds_english_note` runs the real USE model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fakes import FakeEmbedder
+from mindnet.config import Settings
+from mindnet.embedding import Embedder, UseEmbedder
+from mindnet.errors import MindnetError
+from mindnet.search import Hit, Searcher, SearchFilters, SearchTuning, build_context, note_fulltexts, rrf_fuse
+from mindnet.store import Filter, ScoredPoint, Store, StoreSchema, VectorSpec
+from mindnet.sync import DENSE, import_vault, open_store
+
+NOTES = {
+    "en/coffee.md": """---
+title: Brewing coffee
+id: coffee
+type: concept
+status: draft
+created: 2024-01-05
+tags: [drink, morning]
+area: home
+lang: en
+---
+# Brewing coffee
+
+Grind the beans just before brewing. A burr grinder gives an even grind, and an even grind
+extracts evenly. Water just off the boil, around 94 degrees, extracts the most flavour.
+
+## Methods
+
+A pour-over takes three minutes. A French press steeps for four minutes before you press the
+plunger. Espresso needs a fine grind and nine bars of pressure. See also [[tea]].
+""",
+    "de/tee.md": """---
+title: Tee zubereiten
+id: tea
+type: concept
+status: draft
+created: 2024-03-10
+tags: [drink]
+area: home
+lang: de
+---
+# Tee zubereiten
+
+Grüner Tee mag kein kochendes Wasser: achtzig Grad genügen, und nach zwei Minuten wird er
+bitter. Schwarzer Tee zieht vier Minuten in sprudelnd heißem Wasser.
+""",
+    "projects/garden.md": """---
+title: Vegetable garden
+id: garden
+type: project
+status: active
+created: 2023-06-01
+tags: [outdoor]
+project: garden
+lang: en
+---
+# Vegetable garden
+
+## Tomatoes
+
+Tomatoes want six hours of sun a day. Plant them deep, up to the first leaves, so the stem
+grows roots along its buried length. Water at the base in the morning, never on the leaves.
+
+Stake every plant before it flowers. Pinch the side shoots weekly so the plant puts its
+strength into fruit instead of leaves.
+
+## Compost
+
+Compost turns kitchen scraps into soil. Mix green waste and brown waste in equal parts and turn
+the heap every two weeks. A hot heap is ready in three months.
+
+## Watering
+
+Water deeply twice a week rather than a little every day. Deep watering grows deep roots.
+Mulch keeps the soil moist between waterings.
+""",
+    "journal/2024-02-01.md": """---
+title: Journal 2024-02-01
+id: j-2024-02-01
+type: journal
+status: done
+created: 2024-02-01
+tags: [log]
+lang: en
+---
+# Journal 2024-02-01
+
+Ordered seeds for the [[garden]]: four kinds of tomatoes and some basil.
+""",
+}
+
+SMALL_PROFILE = {"profiles": {"project": {"target_min": 20, "target_max": 40, "max": 60, "overlap_min": 0,
+                                          "overlap_max": 10}}}
+
+
+def write_vault(root: Path, notes: dict[str, str]) -> Path:
+    for rel, text in notes.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+def _settings(store: Path) -> Settings:
+    from mindnet.config import load_settings
+
+    return load_settings(env={}, overrides={"store_path": str(store), **SMALL_PROFILE})
+
+
+def _open(vault: Path, settings: Settings, embedder: Embedder) -> Store:
+    import_vault(vault, settings, embedder=embedder)
+    store = open_store(vault, settings)
+    store.ensure(StoreSchema(vectors=(VectorSpec(DENSE, embedder.model_id, embedder.dim),)))
+    return store
+
+
+@pytest.fixture(scope="module")
+def searcher(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Searcher]:
+    root = tmp_path_factory.mktemp("search")
+    vault = write_vault(root / "vault", NOTES)
+    settings = _settings(root / "store")
+    embedder = FakeEmbedder()
+    store = _open(vault, settings, embedder)
+    yield Searcher(store, embedder, settings)
+    store.close()
+
+
+def note_ids(hits: list[Hit]) -> set[str]:
+    return {h.note_id for h in hits}
+
+
+# -- modes and records ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["dense", "lexical", "hybrid"])
+def test_modes_return_ranked_hits(searcher: Searcher, mode: str) -> None:
+    hits = searcher.search("tomatoes sun stake plant", k=5, mode=mode)  # type: ignore[arg-type]
+    assert hits
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert all(h.via in ("dense", "lexical", "dense+lexical") for h in hits)
+    if mode == "lexical":  # the fake embedder only approximates meaning; BM25 is exact
+        assert hits[0].note_id == "garden"
+
+
+def test_lexical_hit_carries_citation_data(searcher: Searcher) -> None:
+    hit = searcher.search("compost heap", k=1, mode="lexical")[0]
+    assert (hit.note_id, hit.path, hit.title) == ("garden", "projects/garden.md", "Vegetable garden")
+    assert hit.section_path == "/Compost" and hit.section_title == "Compost"
+    full = note_fulltexts(searcher.store, ["garden"])["garden"]
+    assert "Compost turns kitchen scraps" in full[hit.char_start:hit.char_end]
+    assert hit.line_start <= hit.line_end
+    # line numbers are file lines (frontmatter counted): the Compost heading is line 21
+    assert hit.line_start == 21
+
+
+def test_hit_is_json_serialisable(searcher: Searcher) -> None:
+    hits = searcher.search("coffee grind", k=3)
+    data = json.loads(json.dumps([dataclasses.asdict(h) for h in hits]))
+    assert set(data[0]) == {"rank", "score", "note_id", "path", "title", "chunk_id", "section_path", "section_title",
+                            "text", "char_start", "char_end", "line_start", "line_end", "lang", "via"}
+
+
+def test_bad_arguments(searcher: Searcher) -> None:
+    assert searcher.search("   ") == []
+    with pytest.raises(MindnetError, match="unknown search mode"):
+        searcher.search("x", mode="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(MindnetError, match="k must be"):
+        searcher.search("x", k=0)
+
+
+# -- filters ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("filters", "allowed"), [
+    (SearchFilters(type=("project",)), {"garden"}),
+    (SearchFilters(type=("concept", "journal")), {"coffee", "tea", "j-2024-02-01"}),
+    (SearchFilters(tags=("drink",)), {"coffee", "tea"}),
+    (SearchFilters(tags=("drink", "morning")), {"coffee"}),
+    (SearchFilters(area="home"), {"coffee", "tea"}),
+    (SearchFilters(project="garden"), {"garden"}),
+    (SearchFilters(lang="de"), {"tea"}),
+    (SearchFilters(path_prefix="projects/"), {"garden"}),
+    (SearchFilters(path_prefix="en/"), {"coffee"}),
+    (SearchFilters(note_id=("tea", "garden")), {"tea", "garden"}),
+    (SearchFilters(created_from="2024-01-01"), {"coffee", "tea", "j-2024-02-01"}),
+    (SearchFilters(created_to="2024-01-05"), {"coffee", "garden"}),
+    (SearchFilters(created_from="2024-01-06", created_to="2024-02-01"), {"j-2024-02-01"}),
+    (SearchFilters(type=("concept",), lang="en"), {"coffee"}),
+])
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_filters_restrict_results(searcher: Searcher, filters: SearchFilters, allowed: set[str], mode: str) -> None:
+    hits = searcher.search("water minutes plant tomatoes coffee tea seeds", k=20, mode=mode,  # type: ignore[arg-type]
+                           filters=filters, expand=True)
+    assert hits, filters
+    assert note_ids(hits) == allowed  # every allowed note has chunks, k is large: all of them come back
+
+
+def test_empty_filters_mean_no_filter() -> None:
+    assert SearchFilters().to_filter() is None
+    flt = SearchFilters(tags=("a", "b"), created_to="2024-01-05").to_filter()
+    assert isinstance(flt, Filter) and len(flt.must) == 3
+
+
+# -- by note ------------------------------------------------------------------------------------
+
+
+def test_by_note_keeps_the_best_chunk_of_each_note(searcher: Searcher) -> None:
+    chunks = searcher.search("water roots soil leaves", k=50, mode="lexical")
+    notes = searcher.search("water roots soil leaves", k=50, mode="lexical", by_note=True)
+    assert len(notes) == len(note_ids(notes))  # one hit per note
+    assert note_ids(notes) == note_ids(chunks)
+    for hit in notes:
+        best = max((c for c in chunks if c.note_id == hit.note_id), key=lambda c: c.score)
+        assert (hit.chunk_id, hit.score) == (best.chunk_id, best.score)
+    assert [h.score for h in notes] == sorted((h.score for h in notes), reverse=True)
+
+
+# -- expansion ----------------------------------------------------------------------------------
+
+
+def test_expand_adds_neighbours_below_their_hit(searcher: Searcher) -> None:
+    plain = searcher.search("compost heap green brown waste", k=1, mode="lexical")
+    top = plain[0]
+    expanded = searcher.search("compost heap green brown waste", k=50, mode="lexical", expand=True)
+    extra = [h for h in expanded if h.via == "expand"]
+    garden_chunks = sorted(h.chunk_id for h in expanded if h.note_id == "garden")
+    assert top.chunk_id in garden_chunks
+    i = garden_chunks.index(top.chunk_id)
+    neighbours = set(garden_chunks[max(0, i - 1):i]) | set(garden_chunks[i + 1:i + 2])
+    assert neighbours  # the note has several chunks
+    assert all(h.score < top.score for h in extra)
+    assert neighbours <= {h.chunk_id for h in expanded}
+
+
+def test_expand_follows_links_both_ways(searcher: Searcher) -> None:
+    # Only the journal matches "seeds basil"; it links the garden, so expansion brings the garden.
+    flt = SearchFilters(note_id=("j-2024-02-01", "garden", "coffee"))
+    plain = searcher.search("seeds basil", k=10, mode="lexical", filters=flt)
+    assert note_ids(plain) == {"j-2024-02-01"}
+    expanded = searcher.search("seeds basil", k=10, mode="lexical", filters=flt, expand=True)
+    assert "garden" in note_ids(expanded)
+    assert "coffee" not in note_ids(expanded)  # not linked
+    linked = [h for h in expanded if h.note_id == "garden"]
+    assert all(h.via == "expand" and h.score < expanded[0].score for h in linked)
+    # Backlinks: tea is linked *from* coffee; a tea-only query reaches coffee through the backlink.
+    back = searcher.search("Grüner Tee", k=10, mode="lexical", expand=True,
+                           filters=SearchFilters(note_id=("tea", "coffee")))
+    assert note_ids(back) == {"tea", "coffee"}
+
+
+def test_expand_respects_filters(searcher: Searcher) -> None:
+    hits = searcher.search("seeds basil", k=10, mode="lexical", expand=True,
+                           filters=SearchFilters(type=("journal",)))
+    assert note_ids(hits) == {"j-2024-02-01"}
+
+
+# -- fusion -------------------------------------------------------------------------------------
+
+
+def _point(pid: str, lang: str, score: float = 1.0) -> ScoredPoint:
+    return ScoredPoint(pid, score, {"chunk_id": pid, "lang": lang})
+
+
+def test_rrf_fuse_weights_lexical_ranks_by_language() -> None:
+    dense = [_point("a", "en"), _point("b", "de")]
+    lexical = [_point("b", "de"), _point("c", "en")]
+    fused = {c.chunk_id: c for c in rrf_fuse(dense, lexical, "de", rrf_k=60, weight_same=1.0, weight_other=0.5)}
+    assert fused["a"].score == pytest.approx(1 / 61)
+    assert fused["b"].score == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["c"].score == pytest.approx(0.5 / 62)
+    assert (fused["a"].via, fused["b"].via, fused["c"].via) == ("dense", "dense+lexical", "lexical")
+    order = [c.chunk_id for c in rrf_fuse(dense, lexical, "de")]
+    assert order == ["b", "a", "c"]
+
+
+def test_engine_fusion_gives_the_same_notes(searcher: Searcher) -> None:
+    engine = Searcher(searcher.store, searcher.embedder, searcher.settings,
+                      tuning=SearchTuning(language_fusion=False))
+    a = searcher.search("compost heap", k=3, by_note=True)
+    b = engine.search("compost heap", k=3, by_note=True)
+    assert a[0].note_id == b[0].note_id == "garden"
+
+
+# -- context (R23) --------------------------------------------------------------------------------
+
+
+class WordCounter:
+    """Tokens = whitespace-separated words: easy to reason about in assertions."""
+
+    def count(self, text: str) -> int:
+        return len(text.split())
+
+
+FULL = "Alpha one two three.\n\nBeta four five six.\n\nGamma seven eight nine.\n\nDelta ten eleven twelve.\n"
+
+
+def _hit(rank: int, note: str, start: int, end: int, line: int, full: str = FULL) -> Hit:
+    return Hit(rank=rank, score=1.0 / rank, note_id=note, path=f"{note}.md", title=note.title(),
+               chunk_id=f"{note}#c{start:03d}", section_path="/", section_title="", text=full[start:end].strip(),
+               char_start=start, char_end=end, line_start=line, line_end=line + full[start:end].strip().count("\n"),
+               lang="en", via="dense")
+
+
+def _span(word: str) -> tuple[int, int]:
+    start = FULL.index(word)
+    return start, FULL.index("\n", start)
+
+
+def test_context_merges_overlapping_and_adjacent_hits_exactly() -> None:
+    a, b, d = _span("Alpha"), _span("Beta"), _span("Delta")
+    hits = [
+        _hit(1, "n", b[0], b[1], 3),
+        _hit(2, "n", a[0], a[1], 1),  # adjacent to Beta: only whitespace between
+        _hit(3, "n", d[0], d[1], 7),  # Gamma lies between: not adjacent
+        _hit(4, "n", a[0] + 6, a[1], 1),  # contained in Alpha
+    ]
+    ctx = build_context(hits, 1000, WordCounter(), fulltexts={"n": FULL})
+    assert len(ctx.citations) == 2
+    first, second = ctx.citations
+    assert (first.char_start, first.char_end) == (a[0], b[1])
+    assert (first.line_start, first.line_end) == (1, 3)
+    assert set(first.chunk_ids) == {hits[0].chunk_id, hits[1].chunk_id, hits[3].chunk_id}
+    assert FULL[a[0]:b[1]] in ctx.text  # cut exactly from the fulltext, blank line kept
+    assert (second.char_start, second.char_end, second.line_start) == (d[0], d[1], 7)
+    assert ctx.text.index("Alpha") < ctx.text.index("Delta")  # position order within the note
+    assert "Gamma" not in ctx.text
+    assert ctx.tokens == WordCounter().count(ctx.text)
+
+
+def test_context_orders_notes_by_relevance_and_keeps_the_budget() -> None:
+    other = "Zeta words here.\n"
+    hits = [_hit(1, "m", 0, len(other) - 1, 5, other), _hit(2, "n", *_span("Gamma"), 5),
+            _hit(3, "n", *_span("Alpha"), 1)]
+    ctx = build_context(hits, 1000, WordCounter(), fulltexts={"n": FULL, "m": other})
+    assert [c.note_id for c in ctx.citations] == ["m", "n", "n"]
+    assert [c.n for c in ctx.citations] == [1, 2, 3]
+    assert ctx.text.startswith("[1] M — m.md (lines 5–5)\nZeta words here.")
+    assert ctx.text.index("Alpha") < ctx.text.index("Gamma")
+    for budget in (0, 5, 12, 20, 30, 1000):
+        small = build_context(hits, budget, WordCounter(), fulltexts={"n": FULL, "m": other})
+        assert small.tokens <= budget
+        assert WordCounter().count(small.text) == small.tokens
+
+
+def test_context_truncates_a_long_passage_at_a_boundary() -> None:
+    long = "\n".join(f"Line {i} has five words." for i in range(1, 41)) + "\n"
+    hit = _hit(1, "n", 0, len(long) - 1, 1, long)
+    ctx = build_context([hit], 60, WordCounter(), fulltexts={"n": long})
+    assert ctx.tokens <= 60
+    (cit,) = ctx.citations
+    assert cit.truncated
+    body = ctx.text.split("\n", 1)[1]
+    assert body.endswith("…")
+    kept = body.removesuffix(" …")
+    assert long.startswith(kept)  # a prefix of the passage, cut at a line end
+    assert kept.endswith("words.")
+    assert cit.line_end == 1 + kept.count("\n")
+
+
+def test_context_without_fulltext_keeps_hits_separate() -> None:
+    a, b = _span("Alpha"), _span("Beta")
+    ctx = build_context([_hit(1, "n", *a, 1), _hit(2, "n", *b, 3)], 1000, WordCounter())
+    assert len(ctx.citations) == 2
+
+
+def test_searcher_context_reads_fulltext_from_the_store(searcher: Searcher) -> None:
+    hits = searcher.search("tomatoes stake compost watering", k=10, mode="lexical", filters=SearchFilters(
+        note_id=("garden",)))
+    ctx = searcher.build_context(hits, 10_000, WordCounter())
+    full = note_fulltexts(searcher.store, ["garden"])["garden"]
+    for cit in ctx.citations:
+        assert cit.path == "projects/garden.md"
+        assert full[cit.char_start:cit.char_end].strip() in ctx.text
+    assert sum(c.char_end - c.char_start for c in ctx.citations) <= len(full)
+
+
+# -- real model -----------------------------------------------------------------------------------
+
+
+def test_german_query_finds_english_note(tmp_path: Path) -> None:
+    notes = {
+        "coffee.md": NOTES["en/coffee.md"],
+        "garden.md": NOTES["projects/garden.md"],
+        "steuer.md": "---\ntitle: Steuererklärung\nlang: de\n---\n# Steuererklärung\n\nDie Steuererklärung "
+                     "muss bis Ende Juli beim Finanzamt sein. Belege für Handwerkerleistungen sammeln.\n",
+    }
+    vault = write_vault(tmp_path / "vault", notes)
+    settings = _settings(tmp_path / "store")
+    embedder = UseEmbedder(threads=1)
+    store = _open(vault, settings, embedder)
+    try:
+        searcher = Searcher(store, embedder, settings)
+        for mode in ("dense", "hybrid"):
+            hits = searcher.search("Wie mahle ich Kaffeebohnen für den Filterkaffee?", k=3, mode=mode,  # type: ignore[arg-type]
+                                   by_note=True)
+            assert hits[0].note_id == "coffee", (mode, [(h.note_id, h.score) for h in hits])
+        hits = searcher.search("Wann muss die Steuer abgegeben werden?", k=1, by_note=True)
+        assert hits[0].note_id == "steuer"
+    finally:
+        store.close()
