@@ -17,6 +17,7 @@ $(BIN)/python:
 run: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".$(EXTRAS_RUN)"
 	$(BIN)/mindnet import examples/vault
+	$(BIN)/mindnet search "$(QUERY)" --vault examples/vault --k 3
 
 test: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".$(EXTRAS_TEST)"

@@ -162,3 +162,44 @@ def test_bad_config_is_one_line_exit_2(
     assert code == 2 and out == ""
     message = "strategy must be 'structure' or 'recursive', not 'semantic'"
     assert err.strip() == f"mindnet: {vault / 'mindnet.toml'}: {message}"
+
+
+def test_search_context_and_eval_commands(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    code, _, err = invoke(monkeypatch, capsys, cli.main, "search", "fusion", "--vault", str(vault))
+    assert code == 2 and "is not imported yet: run `mindnet import" in err
+    assert invoke(monkeypatch, capsys, cli.main, "import", str(vault))[0] == 0
+
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "search", "Wie kombiniert man Ranglisten?", "--vault",
+                          str(vault), "--json", "--k", "2")
+    assert code == 0
+    hits = json.loads(out)
+    required = {"rank", "score", "note_id", "path", "title", "chunk_id", "section_path", "text", "char_start",
+                "char_end", "line_start", "line_end"}
+    assert [h["rank"] for h in hits] == [1, 2]
+    assert all(required <= h.keys() for h in hits)
+    body = (vault / hits[0]["path"]).read_text(encoding="utf-8")
+    assert hits[0]["text"].split("\n")[0] in body
+
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "search", "fusion", "--vault", str(vault), "--json",
+                          "--type", "concept")
+    assert code == 0 and {h["note_id"] for h in json.loads(out)} == {"alpha"}
+
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "context", "rank fusion", "--vault", str(vault), "--budget",
+                          "60", "--json")
+    assert code == 0
+    ctx = json.loads(out)
+    assert 0 < ctx["tokens"] <= 60 and ctx["citations"]
+
+    queries = vault.parent / "queries.jsonl"
+    queries.write_text(
+        json.dumps({"query": "reciprocal rank fusion of result lists", "relevant": ["b.md"], "category": "kw"}) + "\n",
+        encoding="utf-8",
+    )
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "eval", "--vault", str(vault), "--queries", str(queries),
+                          "--json")
+    assert code == 0
+    reports = json.loads(out)
+    assert {r["run"] for r in reports} >= {"dense", "hybrid"}
+    assert all(r["overall"]["ndcg_10"] == 1.0 for r in reports if r["run"] in ("dense", "hybrid"))

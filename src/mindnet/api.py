@@ -20,10 +20,13 @@ from typing import Any
 
 from .chunking.base import Chunk
 from .chunking.pipeline import check_settings, chunk_note
+from .chunking.tokens import default_tokenizer
 from .config import Settings, load_settings
+from .embedding import make_embedder
 from .errors import MindnetError, NoteError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
+from .search import Context, Hit, Searcher
 from .store import Equals, Filter, Store, copy_store
 from .sync import DENSE, ImportSummary, Progress, import_vault, open_store, store_dir
 from .vault import Note, NoteProblem, VaultResult, parse_note, read_vault
@@ -158,6 +161,7 @@ class Index:
         self.vault = vault if isinstance(vault, Vault) else Vault(vault, settings)
         self.settings = settings or self.vault.settings
         self._store: Store | None = None
+        self._searcher: Searcher | None = None
 
     @property
     def folder(self) -> Path:
@@ -227,6 +231,24 @@ class Index:
             raise MindnetError(f"no note {ref!r} in the store or the vault (give a note id, a path or a title)")
         return note.note_id
 
+    def searcher(self) -> Searcher:
+        """A searcher over this store with the model that built it (R22)."""
+        if self._searcher is None:
+            if not self.has_store():
+                raise MindnetError(f"{self.vault.root} is not imported yet: run `mindnet import {self.vault.root}`")
+            embedder = make_embedder(self.settings.model, self.settings.threads)
+            self._searcher = Searcher(self.store(), embedder, self.settings)
+        return self._searcher
+
+    def search(self, query: str, **options: Any) -> list[Hit]:
+        """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note)."""
+        return self.searcher().search(query, **options)
+
+    def context(self, query: str, *, budget: int = 2000, k: int = 12, **options: Any) -> Context:
+        """A token-budgeted LLM context with citations for a query (R23)."""
+        searcher = self.searcher()
+        return searcher.build_context(searcher.search(query, k=k, **options), budget, default_tokenizer())
+
     def migrate(self, url: str, *, api_key: str | None = None, progress: Progress | None = None) -> dict[str, int]:
         """Copy this vault's embedded store to a Qdrant server (`mindnet migrate --to URL`)."""
         local = dataclasses.replace(self.settings, qdrant_url=None)
@@ -240,6 +262,7 @@ class Index:
             target.close()
 
     def close(self) -> None:
+        self._searcher = None
         if self._store is not None:
             self._store.close()
             self._store = None

@@ -14,18 +14,20 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from .api import Index, Vault, note_from_text
-from .chunking.pipeline import chunk_note
 from .config import Settings, load_settings
 from .errors import MindnetError, NoteError
-from .sync import ImportSummary, chunk_payload
+
+if TYPE_CHECKING:
+    from .sync import ImportSummary
+
+# The library modules (Qdrant, the model, numpy) are imported inside the commands that need
+# them: `mindnet lint` runs as a pre-commit hook and must start in a fraction of a second.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
 out = Console(highlight=False)
@@ -98,6 +100,8 @@ def _progress_bars(enabled: bool) -> Iterator[Any]:
     if not enabled:
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
     columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=err, transient=False) as bars:
         tasks: dict[str, TaskID] = {}
@@ -125,6 +129,8 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a vault into its store; only what changed is chunked, embedded and written."""
+    from .api import Index
+
     settings = settings_for(
         vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
         separator_group=separator_group, separators=separators, strict=strict or None,
@@ -159,6 +165,8 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Counts of notes, chunks and edges in the store, and the model that made its vectors."""
+    from .api import Index
+
     with Index(vault, settings_for(vault, config, store=store)) as index:
         info = index.status()
     if as_json:
@@ -182,6 +190,8 @@ def graph(
     as_json: JsonOpt = False,
 ) -> None:
     """The notes linked from and to a note (R16): from the store, or the vault when not imported."""
+    from .api import Index
+
     view = "neighbors"
     if backlinks != references:
         view = "backlinks" if backlinks else "references"
@@ -196,6 +206,117 @@ def graph(
     out.print(table)
 
 
+ModeOpt = Annotated[str, typer.Option("--mode", help="hybrid (default), dense or lexical.")]
+
+
+def _filters(
+    types: list[str] | None, tags: list[str] | None, area: str | None, project: str | None, lang: str | None,
+    path: str | None, note: list[str] | None, date_from: str | None, date_to: str | None,
+) -> Any:
+    from .search import SearchFilters
+
+    return SearchFilters(
+        type=tuple(types or ()), tags=tuple(tags or ()), area=area, project=project, lang=lang,
+        path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
+    )
+
+
+TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Only notes of this type (repeatable).")]
+TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Only notes with this tag (repeatable: all).")]
+AreaOpt = Annotated[str | None, typer.Option("--area", help="Only notes of this area.")]
+ProjectOpt = Annotated[str | None, typer.Option("--project", help="Only notes of this project.")]
+LangOpt = Annotated[str | None, typer.Option("--lang", help="Only chunks in this language (de, en).")]
+PathOpt = Annotated[str | None, typer.Option("--path", help="Only notes under this path prefix.")]
+NoteOpt = Annotated[list[str] | None, typer.Option("--note", help="Only this note id (repeatable).")]
+FromOpt = Annotated[str | None, typer.Option("--from", help="Created on or after (ISO date).")]
+ToOpt = Annotated[str | None, typer.Option("--to", help="Created on or before (ISO date).")]
+
+
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What you are looking for, in any language.", show_default=False)],
+    vault: VaultOpt = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    k: Annotated[int, typer.Option("--k", help="How many results.")] = 10,
+    mode: ModeOpt = "hybrid",
+    expand: Annotated[bool, typer.Option("--expand", help="Add neighbour and linked chunks.")] = False,
+    by_note: Annotated[bool, typer.Option("--by-note", help="One result per note.")] = False,
+    types: TypeOpt = None, tags: TagOpt = None, area: AreaOpt = None, project: ProjectOpt = None,
+    lang: LangOpt = None, path: PathOpt = None, note: NoteOpt = None, date_from: FromOpt = None,
+    date_to: ToOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion (R22)."""
+    from .api import Index
+
+    flt = _filters(types, tags, area, project, lang, path, note, date_from, date_to)
+    with Index(vault, settings_for(vault, config, store=store)) as index:
+        hits = index.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
+    if as_json:
+        _print_json([dataclasses.asdict(h) for h in hits])
+        return
+    if not hits:
+        sys.stdout.write("no results\n")
+        return
+    for h in hits:
+        where = f"{h.path}:{h.line_start}-{h.line_end}"
+        out.print(f"[bold]{h.rank}. {h.title}[/bold]  [dim]{h.section_path}  {where}  {h.score:.3f}[/dim]")
+        snippet = " ".join(h.text.split())
+        out.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", markup=False)
+
+
+@app.command()
+def context(
+    query: Annotated[str, typer.Argument(help="The question the context is for.", show_default=False)],
+    vault: VaultOpt = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    budget: Annotated[int, typer.Option("--budget", help="Token budget of the context.")] = 2000,
+    k: Annotated[int, typer.Option("--k", help="Hits to draw from.")] = 12,
+    mode: ModeOpt = "hybrid",
+    expand: Annotated[bool, typer.Option("--expand", help="Add neighbour and linked chunks.")] = True,
+    as_json: JsonOpt = False,
+) -> None:
+    """A token-budgeted context for an LLM prompt, with citations (R23)."""
+    from .api import Index
+
+    with Index(vault, settings_for(vault, config, store=store)) as index:
+        ctx = index.context(query, budget=budget, k=k, mode=mode, expand=expand)
+    if as_json:
+        _print_json(dataclasses.asdict(ctx))
+        return
+    sys.stdout.write(ctx.text.rstrip("\n") + "\n")
+
+
+@app.command("eval")
+def eval_(
+    beir: Annotated[Path | None, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")] = None,
+    vault: Annotated[Path | None, typer.Option("--vault", help="A vault to evaluate with --queries.")] = None,
+    queries: Annotated[Path | None, typer.Option("--queries", help="JSONL: query, relevant, partial.")] = None,
+    qrels: Annotated[str, typer.Option("--qrels", help="BEIR qrels file name.")] = "qrels.tsv",
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """nDCG@5/10, Recall@10, MRR, Hit@1 and latency per mode, overall and per category (R28)."""
+    from . import evaluation
+
+    if (beir is None) == (vault is None) or (vault is not None and queries is None):
+        raise MindnetError("give either --beir FOLDER, or --vault VAULT with --queries FILE")
+    settings = settings_for(vault, config, store=store)
+    if beir is not None:
+        reports = evaluation.evaluate_beir(
+            evaluation.load_beir(beir, qrels_file=qrels), settings, dataset=beir.name
+        )
+    else:
+        reports = evaluation.evaluate_vault(vault, queries, settings, dataset=vault.name)  # type: ignore[arg-type]
+    if as_json:
+        _print_json([dataclasses.asdict(r) for r in reports])
+    else:
+        sys.stdout.write(evaluation.format_table(reports) + "\n")
+
+
 @app.command()
 def migrate(
     to: Annotated[str, typer.Option("--to", help="Qdrant server URL, e.g. http://qdrant:6333.")],
@@ -206,6 +327,8 @@ def migrate(
     as_json: JsonOpt = False,
 ) -> None:
     """Copy the embedded store to a Qdrant server or cluster (vectors included, no re-embedding)."""
+    from .api import Index
+
     settings = settings_for(vault, config, store=store)
     with _progress_bars(err.is_terminal and not as_json) as progress:
         copied = Index(vault, settings).migrate(to, api_key=api_key, progress=progress)
@@ -218,6 +341,8 @@ def migrate(
 @app.command()
 def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Read a vault without importing it: notes, types, languages, warnings, problems."""
+    from .api import Vault
+
     reader = Vault(vault, settings_for(vault, config))
     for problem in reader.problems:
         _say(problem.one_line())
@@ -296,6 +421,9 @@ def chunk(
     separators: SepsOpt = None,
 ) -> None:
     """Chunk notes and print NDJSON, one chunk per line (R24)."""
+    from .api import Vault, note_from_text
+    from .chunking.pipeline import chunk_note
+
     flags = {
         "strategy": strategy, "max_chunk_size": max_chunk_size,
         "separator_group": separator_group, "separators": separators,
@@ -347,6 +475,8 @@ def _group_by_vault(paths: list[str], vault: Path | None) -> dict[Path, list[str
 
 
 def _emit(chunks: list[Any]) -> None:
+    from .sync import chunk_payload
+
     write = sys.stdout.write
     for c in chunks:
         write(json.dumps(chunk_payload(c), ensure_ascii=False) + "\n")

@@ -64,8 +64,13 @@ from .errors import ConfigError, MindnetError, NoteError
 from .links import Link, Resolution, Resolver, extract_links, fold, frontmatter_links
 from .lint_cache import refresh_index
 from .text import line_of, line_starts, slugify
-from .vault import REQUIRED_FIELDS, Note, NoteProblem, read_note
-from .vault import _assign_ids as assign_ids  # the import's own duplicate-id rule (R3), not a copy
+from .vault import (
+    REQUIRED_FIELDS,
+    Note,
+    NoteProblem,
+    assign_ids,  # the import's own duplicate-id rule (R3), not a copy
+    read_note,
+)
 
 Severity: TypeAlias = Literal["error", "warning"]
 

@@ -54,7 +54,7 @@ class IndexEntry:
     """Why the file is no note (malformed YAML, invalid UTF-8…); None for a note."""
 
     def stub(self) -> Note:
-        """A `Note` with just the fields `Resolver` and `vault._assign_ids` read; body and payload empty."""
+        """A `Note` with just the fields `Resolver` and `vault.assign_ids` read; body and payload empty."""
         assert self.note_id is not None
         return Note(
             note_id=self.note_id,

@@ -135,13 +135,13 @@ def read_vault(
             read.append(read_note(root_path / rel, rel, settings, known_langs))
         except NoteError as exc:
             problems.append(NoteProblem(exc.path, exc.line, exc.reason))
-    notes, duplicates = _assign_ids(read)
+    notes, duplicates = assign_ids(read)
     problems.extend(duplicates)
     problems.sort(key=lambda p: (p.path, p.line or 0))
     return VaultResult(str(root_path), tuple(notes), tuple(problems), tuple(attachments))
 
 
-def _assign_ids(read: list[Note]) -> tuple[list[Note], list[NoteProblem]]:
+def assign_ids(read: list[Note]) -> tuple[list[Note], list[NoteProblem]]:
     """Make note ids unique: explicit ids first, then defaults (R3).
 
     Two explicit equal ids are a user error: the first path (sorted) wins and the others are
