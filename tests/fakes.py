@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from mindnet.embedding import Embedder, Vectors
+from mindnet.vault import Note
 
 
 class FakeEmbedder(Embedder):
@@ -51,3 +53,36 @@ class FakeEmbedder(Embedder):
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self._one(text)
+
+
+def make_note(
+    path: str,
+    body: str = "",
+    *,
+    note_id: str | None = None,
+    title: str | None = None,
+    aliases: tuple[str, ...] = (),
+    frontmatter: dict[str, Any] | None = None,
+) -> Note:
+    """A note record built by hand, for link and graph tests that need no file."""
+    stem = path.rsplit("/", 1)[-1].removesuffix(".md")
+    return Note(
+        note_id=note_id or stem.lower().replace(" ", "-"),
+        title=title or stem,
+        type="note",
+        status=None,
+        tags=(),
+        aliases=aliases,
+        area=None,
+        project=None,
+        priority=None,
+        people=(),
+        created="2024-01-01T00:00:00",
+        updated=None,
+        path=path,
+        lang="en",
+        fulltext=body,
+        frontmatter=frontmatter or {},
+        references=(),
+        content_hash=f"{path}|{body}|{title}|{aliases}|{note_id}|{frontmatter}",
+    )

@@ -6,11 +6,11 @@ import time
 import unicodedata
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fakes import make_note
 from mindnet import store
 from mindnet.chunking.base import Chunk
 from mindnet.config import Settings
@@ -29,38 +29,6 @@ from mindnet.links import Resolver
 from mindnet.vault import Note
 
 DEFAULT = Settings()
-
-
-def make_note(
-    path: str,
-    body: str = "",
-    *,
-    note_id: str | None = None,
-    title: str | None = None,
-    aliases: tuple[str, ...] = (),
-    frontmatter: dict[str, Any] | None = None,
-) -> Note:
-    stem = path.rsplit("/", 1)[-1].removesuffix(".md")
-    return Note(
-        note_id=note_id or stem.lower().replace(" ", "-"),
-        title=title or stem,
-        type="note",
-        status=None,
-        tags=(),
-        aliases=aliases,
-        area=None,
-        project=None,
-        priority=None,
-        people=(),
-        created="2024-01-01T00:00:00",
-        updated=None,
-        path=path,
-        lang="en",
-        fulltext=body,
-        frontmatter=frontmatter or {},
-        references=(),
-        content_hash=f"{path}|{body}|{title}|{aliases}|{note_id}|{frontmatter}",
-    )
 
 
 def chunks_of(note: Note) -> list[Chunk]:

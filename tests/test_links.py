@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from fakes import make_note
 from mindnet.chunking.base import Chunk, LinkRef
 from mindnet.links import (
     Link,
@@ -30,38 +31,6 @@ ROOT = Path(__file__).resolve().parent.parent
 FOAM = ROOT.parent / "shared" / "corpora" / "foam-docs" / "vault"
 SAMPLE = ROOT / "examples" / "vault"
 GOLD = ROOT / "tests" / "gold" / "sample_vault_links.json"
-
-
-def make_note(
-    path: str,
-    body: str = "",
-    *,
-    note_id: str | None = None,
-    title: str | None = None,
-    aliases: tuple[str, ...] = (),
-    frontmatter: dict[str, Any] | None = None,
-) -> Note:
-    stem = path.rsplit("/", 1)[-1].removesuffix(".md")
-    return Note(
-        note_id=note_id or stem.lower().replace(" ", "-"),
-        title=title or stem,
-        type="note",
-        status=None,
-        tags=(),
-        aliases=aliases,
-        area=None,
-        project=None,
-        priority=None,
-        people=(),
-        created="2024-01-01T00:00:00",
-        updated=None,
-        path=path,
-        lang="en",
-        fulltext=body,
-        frontmatter=frontmatter or {},
-        references=(),
-        content_hash=path,
-    )
 
 
 def one(text: str) -> Link:
