@@ -31,7 +31,8 @@ Edge-case decisions (documented here because R7-R10 leave them open):
   boundaries, then item boundaries, then sentences inside an item.
 - A checklist list (every item a task) is isolated with its introducing sentence (and heading, if
   glued), so the task list is its own chunk (R9). Tables and quotes over two source lines are
-  isolated the same way; a table chunk gets a plain-text `summary`.
+  isolated the same way, taking along the paragraph sentence right before them when it ends in
+  ":" (it announces them); a table chunk gets a plain-text `summary`.
 - Stop sections (heading text matches `stop_sections`, case-insensitive, trailing `:` ignored) are
   packed on their own like every section and never get overlap. A deeper stop heading (H4+) inside
   a section is isolated from the text before it, and the rest of that section gets no overlap.
@@ -182,8 +183,9 @@ def _merge_heading_runs(
     `# Title` before the first H2, or `## Risks` followed directly by `### First risk`, would
     otherwise be chunks of a few tokens that say nothing and crowd search results (12 % of the
     sample vault's chunks). The heading run starts the next chunk instead, so every H2/H3 still
-    begins a chunk's text, and the section fields are those of the deepest heading (R7). Not
-    done when the joined chunk would pass `max`, or into a stop section (which stays links only).
+    begins a chunk's text, and the section fields are those of the deepest heading (R7). Only the
+    preamble or a parent section joins (never a sibling: `## A` then `## B` stay apart), and not
+    when the joined chunk would pass `max` or into a stop section (which stays links only).
     """
     heading_starts = sorted(b.char_start for b in blocks if b.kind == "heading")
     content_starts = sorted(
@@ -196,6 +198,7 @@ def _merge_heading_runs(
             nxt is not None
             and nxt.content_start == nxt.char_start
             and fold_title(nxt.section_title or "") not in stops
+            and (span.section_path == "/" or (nxt.section_path or "").startswith(f"{span.section_path}/"))
             and _only_headings(span, heading_starts, content_starts)
         ):
             joined = ChunkSpan(span.char_start, nxt.char_end, span.char_start, nxt.section_title, nxt.section_path,
@@ -282,8 +285,11 @@ def _leaves(body: str, masked: str, section: _Section, lang: str, stops: set[str
     for block in section.blocks:
         new, inner = block_leaves(masked, block, lang)
         first = len(leaves)
-        # R9: the sentence that introduces a list stays with its first item; a heading with its text.
-        intro = block.kind == "list" and previous is not None and previous.kind == "paragraph"
+        # R9: the sentence that introduces a list stays with its first item; a heading with its text;
+        # a sentence ending in ":" with the table or quote it announces.
+        intro = previous is not None and previous.kind == "paragraph" and (
+            block.kind == "list" or (block.kind in ("table", "blockquote") and _announces(masked, previous))
+        )
         glued = bool(leaves) and (leaves[-1].kind == "heading" or intro)
         bounds.append(NONE if glued else BLOCK)
         bounds.extend(inner)
@@ -315,6 +321,11 @@ def _cover_comments(body: str, leaves: list[Leaf]) -> None:
         gap = body[prev.end : leaf.start]
         if gap.strip():
             prev.end += len(gap.rstrip())
+
+
+def _announces(masked: str, paragraph: Block) -> bool:
+    """A paragraph ending in ":" introduces the block after it ("The sizes are:" before a table)."""
+    return masked[paragraph.char_start : paragraph.char_end].rstrip().endswith(":")
 
 
 def _alone(block: Block) -> bool:
