@@ -3,6 +3,7 @@
 Two commands, run from the repo root:
 
     .venv/bin/python bench/search.py eval [--work DIR] [--max-queries N] [--sets foam,rust,xquad]
+    .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
@@ -12,6 +13,14 @@ categories), rustbook-de golden (German), XQuAD de, en and cross-lingual (German
 against the English paragraphs), each for BM25 alone, dense, hybrid (language-aware RRF in
 Python, the default), hybrid with plain engine RRF, hybrid with other cross-language lexical
 weights, and hybrid + graph expansion.
+
+`grid` fetches the dense and lexical lists of every golden question once and replays the fusion
+(`search.fuse`, `search.best_per_note`, the code the searcher runs) over a grid of `SearchTuning`
+values: RRF k, lexical weights for same/other language, hard or confidence-weighted language,
+title boost, per-note sum. It ranks settings by their *worst* nDCG@5 margin over the better
+baseline (BM25 alone or dense alone, same run) across every category of both golden sets, so no
+single category decides; XQuAD de/en/de->en are replayed for the best settings only, as a check.
+`--no-title-prefix` does it all on stores embedded without the title prefix.
 
 `latency` builds synthetic Edge stores (random unit vectors, BM25 vectors of random vocabulary
 text, 10 chunks per note with prev/next and 3 links per note) and times end-to-end searches
@@ -33,45 +42,47 @@ from pathlib import Path
 
 import numpy as np
 
-from mindnet.config import load_settings
-from mindnet.embedding import UseEmbedder
+from mindnet.config import Settings, load_settings
+from mindnet.embedding import Embedder, UseEmbedder
 from mindnet.evaluation import (
+    DEFAULT_RUNS,
     BeirSet,
+    EvalQuery,
     EvalReport,
+    Metrics,
     RunConfig,
+    beir_queries,
     evaluate_beir,
     evaluate_vault,
     format_table,
     load_beir,
+    load_vault_queries,
+    mean_metrics,
+    opened,
+    resolve_queries,
+    score_query,
+    write_beir_vault,
 )
-from mindnet.search import Searcher, SearchTuning
+from mindnet.search import CandidateLists, Searcher, SearchTuning, best_per_note, fuse
 from mindnet.store import EdgeStore, PointRecord, StoreSchema, VectorSpec, lexical_document
 
 CORPORA = Path("/work/shared/corpora")
 GOLDEN = Path(__file__).parent / "golden"
 
 RUNS: tuple[RunConfig, ...] = (
-    RunConfig("lexical", label="bm25"),
-    RunConfig("dense"),
-    RunConfig("hybrid", label="hybrid (default: lang-RRF k=10 w=0.25)"),
-    RunConfig("hybrid", tuning=SearchTuning(language_fusion=False, rrf_k=60), label="hybrid (engine RRF k=60)"),
-    RunConfig("hybrid", tuning=SearchTuning(lexical_weight_other=1.0), label="hybrid (py RRF k=10 w=1)"),
-    RunConfig("hybrid", tuning=SearchTuning(lexical_weight_other=0.0), label="hybrid (lang-RRF k=10 w=0)"),
-    RunConfig("hybrid", expand=True, label="hybrid+expand"),
-    RunConfig("hybrid", expand=True, tuning=SearchTuning(link_boost=0.1), label="hybrid+expand boost=0.1"),
+    *DEFAULT_RUNS[:5],
+    RunConfig("hybrid", tuning=SearchTuning(rrf_k=10, lexical_weight_same=1.0, note_sum_weight=0.0),
+              label="hybrid (before: k=10 same=1)"),
+    RunConfig("hybrid", tuning=SearchTuning(language_fusion=False, rrf_k=60, note_sum_weight=0.0),
+              label="hybrid (engine RRF k=60)"),
+    DEFAULT_RUNS[5],
 )
+"""The `mindnet eval` runs (baselines first) plus the previous default and plain engine RRF."""
 
 
 # ---------------------------------------------------------------------------------------------
 # eval
 # ---------------------------------------------------------------------------------------------
-
-
-def cross_lingual(queries_from: BeirSet, corpus_from: BeirSet, src: str, dst: str) -> BeirSet:
-    """`queries_from`'s questions against `corpus_from`'s documents: XQuAD ids swap `-src-` for `-dst-`."""
-    qrels = {q: {d.replace(f"xquad-{src}-", f"xquad-{dst}-"): s for d, s in rel.items()}
-             for q, rel in queries_from.qrels.items()}
-    return BeirSet(corpus_from.corpus, queries_from.queries, qrels)
 
 
 def limit_queries(beir: BeirSet, n: int | None, seed: int = 7) -> BeirSet:
@@ -97,21 +108,20 @@ def run_eval(args: argparse.Namespace) -> list[EvalReport]:
         print(f"\n### {title}\n\n{format_table(new, categories=args.categories)}\n", flush=True)
 
     if "foam" in sets:
-        settings = load_settings(overrides={"store_path": str(work / "foam-docs")})
+        settings = load_settings(overrides={"store_path": str(work / "foam-docs"), "quality_tier": False})
         show(evaluate_vault(CORPORA / "foam-docs/vault", GOLDEN / "foam-docs.jsonl", settings, RUNS,
                             embedder=embedder, dataset="foam-docs"), "foam-docs golden (vault, per note)")
     if "rust" in sets:
-        settings = load_settings(overrides={"store_path": str(work / "rustbook-de")})
+        settings = load_settings(overrides={"store_path": str(work / "rustbook-de"), "quality_tier": False})
         show(evaluate_vault(CORPORA / "rustbook-de/src", GOLDEN / "rustbook-de.jsonl", settings, RUNS,
                             embedder=embedder, dataset="rustbook-de"), "rustbook-de golden (vault, per note)")
     if "xquad" in sets:
-        base = load_settings()
-        de = load_beir(CORPORA / "xquad/beir/de")
-        en = load_beir(CORPORA / "xquad/beir/en")
+        base = load_settings(overrides={"quality_tier": False})
+        de, en = CORPORA / "xquad/beir/de", CORPORA / "xquad/beir/en"
         for name, data, folder in (
-            ("xquad-de", de, "xquad-de"),
-            ("xquad-en", en, "xquad-en"),
-            ("xquad-de->en", cross_lingual(de, en, "de", "en"), "xquad-en"),
+            ("xquad-de", load_beir(de), "xquad-de"),
+            ("xquad-en", load_beir(en), "xquad-en"),
+            ("xquad-de->en", load_beir(en, queries_from=de), "xquad-en"),  # German questions, English corpus
         ):
             data = limit_queries(data, args.max_queries)
             show(evaluate_beir(data, base, RUNS, embedder=embedder, work_dir=work / folder, dataset=name),
@@ -125,6 +135,154 @@ def _summary(r: EvalReport) -> dict[str, object]:
     d = dataclasses.asdict(r)
     d.pop("queries")
     return d
+
+
+# ---------------------------------------------------------------------------------------------
+# grid
+# ---------------------------------------------------------------------------------------------
+
+POOL = 150
+"""Candidates per list, as `Searcher.search(k=10, by_note=True)` asks for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Replay:
+    """One question set with both lists of every question fetched once."""
+
+    name: str
+    queries: list[EvalQuery]
+    lists: list[CandidateLists]
+    key: dict[str, str] | None
+    """Note path -> judgement key (BEIR doc id); None: judged by note id."""
+
+
+def _fetch(name: str, searcher: Searcher, queries: list[EvalQuery], key: dict[str, str] | None) -> Replay:
+    started = time.perf_counter()
+    lists = [searcher.candidate_lists(q.query, POOL) for q in queries]
+    print(f"  {name}: {len(queries)} questions fetched in {time.perf_counter() - started:.0f}s", file=sys.stderr,
+          flush=True)
+    return Replay(name, queries, lists, key)
+
+
+def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
+    """Metrics per category (and `all`) of one mode over cached lists, exactly as `search` ranks."""
+    per: dict[str, list[Metrics]] = {}
+    for q, lists in zip(r.queries, r.lists, strict=True):
+        if mode == "dense":
+            cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}), SearchTuning()))
+        elif mode == "lexical":
+            cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), SearchTuning()))
+        else:
+            cands = best_per_note(fuse(q.query, lists, tuning), tuning.note_sum_weight)
+        ranked = []
+        for c in cands[:10]:
+            pl = c.payload
+            ranked.append(r.key.get(str(pl.get("path")), "") if r.key is not None else str(pl.get("note_id")))
+        m = score_query(ranked, q.gains)
+        per.setdefault("all", []).append(m)
+        if q.category:
+            per.setdefault(q.category, []).append(m)
+    return {c: mean_metrics(ms) for c, ms in per.items()}
+
+
+def _golden(work: Path, embedder: Embedder, prefix: bool, suffix: str) -> list[Replay]:
+    out = []
+    for name, vault, gold in (("foam", CORPORA / "foam-docs/vault", GOLDEN / "foam-docs.jsonl"),
+                              ("rust", CORPORA / "rustbook-de/src", GOLDEN / "rustbook-de.jsonl")):
+        folder = "foam-docs" if name == "foam" else "rustbook-de"
+        settings = load_settings(overrides={"store_path": str(work / f"{folder}{suffix}"), "quality_tier": False,
+                                            "embed_title_prefix": prefix})
+        with opened(vault, settings, embedder) as searcher:
+            out.append(_fetch(name, searcher, resolve_queries(load_vault_queries(gold), searcher.store), None))
+    return out
+
+
+def _xquad(work: Path, embedder: Embedder, settings: Settings, n: int | None, suffix: str) -> list[Replay]:
+    out = []
+    folders = {"de": CORPORA / "xquad/beir/de", "en": CORPORA / "xquad/beir/en"}
+    for name, data, corpus in (("xquad-de", load_beir(folders["de"]), "de"),
+                               ("xquad-en", load_beir(folders["en"]), "en"),
+                               ("xquad-de->en", load_beir(folders["en"], queries_from=folders["de"]), "en")):
+        data = limit_queries(data, n)
+        root = work / f"xquad-{corpus}{suffix}"
+        doc_of = write_beir_vault(data, root / "vault")
+        with opened(root / "vault", dataclasses.replace(settings, store_path=str(root / "store")), embedder) as s:
+            out.append(_fetch(name, s, beir_queries(data), doc_of))
+    return out
+
+
+def grid_tunings() -> list[SearchTuning]:
+    """Every setting tried; the current default is among them."""
+    out = []
+    for rrf_k in (5, 10, 20, 40, 60):
+        for same in (1.0, 1.5, 2.0, 3.0):
+            for other in (0.0, 0.1, 0.25):
+                for confidence in (False, True):
+                    for title in (0.0, 0.25, 1.0):
+                        for note_sum in (0.0, 0.05, 0.1, 0.3):
+                            out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, lexical_weight_other=other,
+                                                    language_confidence=confidence, title_boost=title,
+                                                    note_sum_weight=note_sum))
+    return out
+
+
+def _tuning_label(t: SearchTuning) -> str:
+    return (f"k={t.rrf_k} same={t.lexical_weight_same} other={t.lexical_weight_other} "
+            f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight}")
+
+
+def run_grid(args: argparse.Namespace) -> None:
+    work = Path(args.work)
+    embedder = UseEmbedder()
+    suffix = "" if args.title_prefix else "-noprefix"
+    golden = _golden(work, embedder, args.title_prefix, suffix)
+    base: dict[tuple[str, str], float] = {}
+    for r in golden:
+        lex, den = replay(r, "lexical", SearchTuning()), replay(r, "dense", SearchTuning())
+        for cat in lex:
+            base[(r.name, cat)] = max(lex[cat].ndcg_5, den[cat].ndcg_5)
+            print(f"  baseline {r.name}[{cat}]: bm25 {lex[cat].ndcg_5:.3f} dense {den[cat].ndcg_5:.3f}",
+                  file=sys.stderr)
+    judged = [k for k, v in base.items() if k[1] != "all" and v > 0]
+    rows = []
+    started = time.perf_counter()
+    for t in grid_tunings():
+        per = {(r.name, cat): m.ndcg_5 for r in golden for cat, m in replay(r, "hybrid", t).items()}
+        margins = {k: per[k] - base[k] for k in judged}
+        rows.append((min(margins.values()), per[("foam", "all")], per[("rust", "all")], t, per, margins))
+    print(f"  {len(rows)} settings replayed in {time.perf_counter() - started:.0f}s", file=sys.stderr)
+    # Leximin: the worst margin first, ties broken by the second worst, and so on; then the mean.
+    rows.sort(key=lambda row: (tuple(-m for m in sorted(row[5].values())), -(row[1] + row[2])))
+    cats = sorted(judged)
+    head = "| setting | min margin | foam all | rust all | " + " | ".join(f"{a}[{c}]" for a, c in cats) + " |"
+    lines = [head, "|" + "---|" * (4 + len(cats))]
+    for worst, foam, rust, t, per, _margins in rows:
+        lines.append(f"| {_tuning_label(t)} | {worst:+.3f} | {foam:.3f} | {rust:.3f} | "
+                     + " | ".join(f"{per[c]:.3f}" for c in cats) + " |")
+    baseline_line = ("| baseline max(bm25, dense) | | | | " + " | ".join(f"{base[c]:.3f}" for c in cats) + " |")
+    if args.out:
+        Path(args.out).write_text("\n".join([head, lines[1], baseline_line, *lines[2:]]) + "\n", encoding="utf-8")
+    print("\n### grid, nDCG@5 per category, best worst-case margin first (top 25)\n")
+    print("\n".join([head, lines[1], baseline_line, *lines[2:27]]))
+    default = SearchTuning()
+    for worst, _foam, _rust, t, *_ in rows:
+        if _tuning_label(t) == _tuning_label(default):
+            print(f"\ncurrent default: {_tuning_label(default)}: min margin {worst:+.3f}")
+    if args.xquad:
+        xs = _xquad(work, embedder, load_settings(overrides={"quality_tier": False,
+                                                             "embed_title_prefix": args.title_prefix}),
+                    args.max_queries, suffix)
+        print("\n### XQuAD check (nDCG@10 / nDCG@5), top 5 settings and the current default\n")
+        print("| setting | " + " | ".join(f"{x.name} bm25 | {x.name} dense | {x.name} hybrid" for x in xs) + " |")
+        print("|" + "---|" * (1 + 3 * len(xs)))
+        picks = [row[3] for row in rows[:5]] + [default]
+        for t in picks:
+            cells = []
+            for x in xs:
+                for mode in ("lexical", "dense", "hybrid"):
+                    m = replay(x, mode, t)["all"]
+                    cells.append(f"{m.ndcg_10:.3f} / {m.ndcg_5:.3f}")
+            print(f"| {_tuning_label(t)} | " + " | ".join(cells) + " |", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,12 +392,20 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--max-queries", type=int, default=None, help="sample of XQuAD queries (all 1190 by default)")
     ev.add_argument("--categories", action=argparse.BooleanOptionalAction, default=True)
     ev.add_argument("--json", default=None, help="also write the reports (without per-query rows) here")
+    gr = sub.add_parser("grid", help="replay fusion settings over cached lists of the golden sets")
+    gr.add_argument("--work", default="/tmp/mindnet-bench-search")
+    gr.add_argument("--max-queries", type=int, default=400, help="XQuAD sample for the check")
+    gr.add_argument("--title-prefix", action=argparse.BooleanOptionalAction, default=True)
+    gr.add_argument("--xquad", action=argparse.BooleanOptionalAction, default=True)
+    gr.add_argument("--out", default=None, help="write the whole grid (Markdown) here")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
     lat.add_argument("--sizes", default="1000,10000,100000")
     lat.add_argument("--queries", type=int, default=50)
     args = parser.parse_args(argv)
     if args.command == "eval":
         run_eval(args)
+    elif args.command == "grid":
+        run_grid(args)
     else:
         run_latency(args)
     return 0

@@ -201,5 +201,5 @@ def test_search_context_and_eval_commands(
                           "--json")
     assert code == 0
     reports = json.loads(out)
-    assert {r["run"] for r in reports} >= {"dense", "hybrid"}
-    assert all(r["overall"]["ndcg_10"] == 1.0 for r in reports if r["run"] in ("dense", "hybrid"))
+    assert {r["run"] for r in reports} >= {"dense", "hybrid (default)", "lexical (bm25)"}
+    assert all(r["overall"]["ndcg_10"] == 1.0 for r in reports if r["run"] in ("dense", "hybrid (default)"))

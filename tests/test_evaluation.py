@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 from pathlib import Path
@@ -23,6 +24,7 @@ from mindnet.evaluation import (
     dcg,
     evaluate_beir,
     evaluate_vault,
+    fixed_windows,
     format_table,
     hit_at_1,
     load_beir,
@@ -120,6 +122,40 @@ def test_load_beir(tmp_path: Path) -> None:
         load_beir(tmp_path, qrels_file="missing.tsv")
 
 
+def test_load_beir_cross_lingual_maps_judgements_by_position(tmp_path: Path) -> None:
+    for lang, docs in (("de", ("de-1", "de-2")), ("en", ("en-1", "en-2"))):
+        folder = tmp_path / lang
+        folder.mkdir()
+        (folder / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": d}) + "\n" for d in docs),
+                                             encoding="utf-8")
+        (folder / "queries.jsonl").write_text(json.dumps({"_id": f"{lang}-q", "text": lang}) + "\n",
+                                              encoding="utf-8")
+        (folder / "qrels.tsv").write_text(f"query-id\tcorpus-id\tscore\n{lang}-q\t{docs[1]}\t1\n", encoding="utf-8")
+    cross = load_beir(tmp_path / "en", queries_from=tmp_path / "de")
+    assert [d.doc_id for d in cross.corpus] == ["en-1", "en-2"]
+    assert cross.queries == {"de-q": "de"}
+    assert cross.qrels == {"de-q": {"en-2": 1.0}}
+    with (tmp_path / "en" / "corpus.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps({"_id": "en-3", "text": "x"}) + "\n")
+    with pytest.raises(MindnetError, match="not parallel"):
+        load_beir(tmp_path / "en", queries_from=tmp_path / "de")
+
+
+def test_fixed_windows_tile_the_text() -> None:
+    from mindnet.chunking.tokens import default_tokenizer
+
+    tok = default_tokenizer()
+    text = "  ".join(f"Sentence number {i} says something." for i in range(60))
+    spans = fixed_windows(text, tok, 50)
+    assert spans[0][0] == 0 and spans[-1][1] == len(text)
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(spans))  # consecutive, no overlap
+    starts = [a for a, _ in tok.pieces(text)]
+    assert [a for a, _ in spans] == starts[::50]  # every window starts at token 0, 50, 100, ...
+    assert fixed_windows("   ", tok) == []
+    with pytest.raises(MindnetError):
+        fixed_windows(text, tok, 0)
+
+
 def test_write_beir_vault_uses_safe_names(tmp_path: Path) -> None:
     beir = BeirSet((BeirDoc("a/b:c", "Title: with colon", "Body."), BeirDoc("x", "", "Other.")), {}, {})
     paths = write_beir_vault(beir, tmp_path)
@@ -173,9 +209,14 @@ def test_evaluate_vault_resolves_paths_and_ids(tmp_path: Path) -> None:
         + "\n" + json.dumps({"query": "programming", "relevant": ["rust"], "category": "kw"}) + "\n",
         encoding="utf-8")
     settings = load_settings(env={}, overrides={"store_path": str(tmp_path / "store")})
-    (report,) = evaluate_vault(vault, queries, settings, [RunConfig("lexical")], embedder=FakeEmbedder())
+    runs = [RunConfig("lexical"), RunConfig("lexical", chunker="fixed")]
+    report, fixed = evaluate_vault(vault, queries, settings, runs, embedder=FakeEmbedder())
     assert report.overall.hit_1 == 1.0 and report.overall.n == 2
     assert set(report.per_category) == {"kw"}
+    # the fixed-window baseline: its own store, same questions, same answers on exact words
+    assert fixed.run == "lexical (fixed 300-token windows)"
+    assert fixed.overall.hit_1 == 1.0
+    assert (tmp_path / "store" / "baseline-fixed" / "fingerprint.txt").is_file()
     # a typo in the judgements is an error, not a silent zero
     queries.write_text(json.dumps({"query": "x", "relevant": ["nope.md"]}) + "\n", encoding="utf-8")
     with pytest.raises(MindnetError, match=r"nope\.md"):

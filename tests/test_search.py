@@ -17,7 +17,20 @@ from fakes import FakeEmbedder
 from mindnet.config import Settings
 from mindnet.embedding import Embedder, UseEmbedder
 from mindnet.errors import MindnetError
-from mindnet.search import Hit, Searcher, SearchFilters, SearchTuning, build_context, note_fulltexts, rrf_fuse
+from mindnet.search import (
+    CandidateLists,
+    Hit,
+    Searcher,
+    SearchFilters,
+    SearchTuning,
+    best_per_note,
+    build_context,
+    fuse,
+    note_fulltexts,
+    query_languages,
+    rrf_fuse,
+    title_match,
+)
 from mindnet.store import Filter, ScoredPoint, Store, StoreSchema, VectorSpec
 from mindnet.sync import DENSE, import_vault, open_store
 
@@ -117,7 +130,7 @@ def write_vault(root: Path, notes: dict[str, str]) -> Path:
 def _settings(store: Path) -> Settings:
     from mindnet.config import load_settings
 
-    return load_settings(env={}, overrides={"store_path": str(store), **SMALL_PROFILE})
+    return load_settings(env={}, overrides={"store_path": str(store), "quality_tier": False, **SMALL_PROFILE})
 
 
 def _open(vault: Path, settings: Settings, embedder: Embedder) -> Store:
@@ -285,6 +298,58 @@ def test_rrf_fuse_weights_lexical_ranks_by_language() -> None:
     assert (fused["a"].via, fused["b"].via, fused["c"].via) == ("dense", "dense+lexical", "lexical")
     order = [c.chunk_id for c in rrf_fuse(dense, lexical, "de")]
     assert order == ["b", "a", "c"]
+
+
+def test_rrf_fuse_weighs_by_language_confidence() -> None:
+    lexical = [_point("en1", "en"), _point("de1", "de"), _point("x", "")]
+    fused = {c.chunk_id: c for c in rrf_fuse([], lexical, {"en": 0.8, "de": 0.2}, rrf_k=10, weight_same=2.0,
+                                             weight_other=0.0)}
+    # w = other + (same - other) * P(lang): 0 + 2 * 0.8 for English, 2 * 0.2 for German
+    assert fused["en1"].score == pytest.approx(1.6 / 11)
+    assert fused["de1"].score == pytest.approx(0.4 / 12)
+    assert fused["x"].score == pytest.approx(2.0 / 13)  # unknown chunk language: nothing says "accidental"
+    # a certain guess is the old hard rule
+    hard = {c.chunk_id: c.score for c in rrf_fuse([], lexical, {"en": 1.0}, rrf_k=10, weight_other=0.25)}
+    assert hard == {c.chunk_id: c.score for c in rrf_fuse([], lexical, "en", rrf_k=10, weight_other=0.25)}
+
+
+def test_query_languages() -> None:
+    assert query_languages("anything", ("de",)) == {"de": 1.0}
+    assert query_languages("`code` [[Link]]", ("de", "en")) == {"de": 0.5, "en": 0.5}  # no prose left
+    probs = query_languages("Wie erstelle ich eine tägliche Notiz?", ("de", "en"))
+    assert probs["de"] > 0.99 and sum(probs.values()) == pytest.approx(1.0)
+
+
+def test_fuse_hard_guess_and_title_boost() -> None:
+    dense = [ScoredPoint("a", 0.9, {"lang": "en", "note_title": "Other"}),
+             ScoredPoint("b", 0.8, {"lang": "en", "note_title": "Daily Notes"})]
+    lists = CandidateLists(dense, [], {"en": 0.6, "de": 0.4})
+    assert [c.chunk_id for c in fuse("daily notes", lists, SearchTuning())] == ["a", "b"]
+    boosted = fuse("daily notes", lists, SearchTuning(rrf_k=10, title_boost=1.0))
+    assert [c.chunk_id for c in boosted] == ["b", "a"]
+    assert boosted[0].score == pytest.approx(1 / 12 + 1 / 11)  # rank 2 plus a full title match
+    assert title_match({"daily"}, "Daily Notes") == pytest.approx(0.5)
+    assert title_match({"daily"}, "") == 0.0
+    # hard guess: English (0.6) wins, the German chunk counts with weight_other
+    lex = CandidateLists([], [_point("d", "de")], {"en": 0.6, "de": 0.4})
+    tuning = SearchTuning(rrf_k=10, lexical_weight_same=1.0, lexical_weight_other=0.0)
+    soft = fuse("q", lex, tuning)[0].score
+    hard = fuse("q", lex, dataclasses.replace(tuning, language_confidence=False))[0].score
+    assert (soft, hard) == (pytest.approx(0.4 / 11), 0.0)
+
+
+def test_best_per_note_can_add_the_other_chunks() -> None:
+    from mindnet.search import _Cand
+
+    cands = [_Cand("a1", 0.5, {"note_id": "a"}, "dense"), _Cand("b1", 0.4, {"note_id": "b"}, "dense"),
+             _Cand("b2", 0.3, {"note_id": "b"}, "dense")]
+    assert [(c.chunk_id, c.score) for c in best_per_note(cands)] == [("a1", 0.5), ("b1", 0.4)]
+    summed = best_per_note(cands, 0.5)
+    assert [(c.chunk_id, c.score) for c in summed] == [("b1", pytest.approx(0.55)), ("a1", 0.5)]
+    assert cands[1].score == 0.4  # inputs untouched
+    # a chunk added by graph expansion is context, not evidence: it does not add to its note
+    with_context = [*cands[:2], _Cand("b9", 0.3, {"note_id": "b"}, "expand")]
+    assert [c.chunk_id for c in best_per_note(with_context, 0.5)] == ["a1", "b1"]
 
 
 def test_engine_fusion_gives_the_same_notes(searcher: Searcher) -> None:

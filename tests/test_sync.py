@@ -42,6 +42,7 @@ def run(vault: Path, **kw: Any) -> Any:
     settings = Settings()
     folder = vault / ".mindnet"
     embedder = CachedEmbedder(FakeEmbedder(), EmbeddingCache(folder / "embeddings.sqlite"))
+    kw.setdefault("quality", None)
     try:
         return import_vault(vault, settings, embedder=embedder, **kw), embedder.inner
     finally:
@@ -165,7 +166,7 @@ from mindnet.embedding import CachedEmbedder, EmbeddingCache
 from mindnet.sync import import_vault
 vault = {vault!r}
 embedder = CachedEmbedder(FakeEmbedder(), EmbeddingCache(vault + "/.mindnet/embeddings.sqlite"))
-import_vault(vault, Settings(), embedder=embedder)
+import_vault(vault, Settings(), embedder=embedder, quality=None)
 """
 
 
@@ -208,7 +209,7 @@ def test_store_built_with_another_model_is_refused(vault: Path) -> None:
     other = CachedEmbedder(FakeEmbedder(dim=16, model_id="other@2"), EmbeddingCache(folder / "embeddings.sqlite"))
     try:
         with pytest.raises(StoreError) as info:
-            import_vault(vault, Settings(), embedder=other)
+            import_vault(vault, Settings(), embedder=other, quality=None)
     finally:
         other.cache.close()
     assert "fake@1" in str(info.value) and "other@2" in str(info.value)
@@ -263,3 +264,62 @@ def test_migrate_copies_every_point_with_vectors_to_a_server_store(vault: Path) 
     finally:
         source.close()
         target.close()
+
+
+class FailingAfter(FakeEmbedder):
+    """A quality-tier stand-in that dies after `batches` calls, like a Ctrl-C mid-phase."""
+
+    def __init__(self, batches: int) -> None:
+        super().__init__(dim=16, model_id="fake-e5@1")
+        self.left = batches
+
+    def embed_passages(self, texts: Any) -> Any:
+        if self.left == 0:
+            raise KeyboardInterrupt
+        self.left -= 1
+        return super().embed_passages(texts)
+
+
+def quality_vectors(vault: Path) -> tuple[int, int]:
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        points = list(store.scroll("chunks", with_vectors=True))
+        return sum("e5" in p.vectors for p in points), len(points)
+    finally:
+        store.close()
+
+
+def test_quality_tier_fills_in_after_the_import_and_resumes(vault: Path) -> None:
+    """Issue 7: the store is searchable without the tier; a killed phase resumes with only what is missing."""
+    first, _ = run(vault)
+    assert first.chunks_embedded_e5 == 0
+    assert quality_vectors(vault) == (0, first.chunks_written)
+    with pytest.raises(KeyboardInterrupt):
+        run(vault, quality=FailingAfter(batches=1))
+    done, total = quality_vectors(vault)
+    assert done == 32 and total == first.chunks_written
+    tier = FakeEmbedder(dim=16, model_id="fake-e5@1")
+    second, _ = run(vault, quality=tier)
+    assert second.chunks_embedded_e5 == tier.calls == total - done
+    assert quality_vectors(vault) == (total, total)
+    third, _ = run(vault, quality=tier)
+    assert third.chunks_embedded_e5 == 0 and tier.calls == total - done
+
+
+def test_quality_vectors_return_from_the_cache_after_an_edit(vault: Path) -> None:
+    folder = vault / ".mindnet"
+    tier = CachedEmbedder(FakeEmbedder(dim=16, model_id="fake-e5@1"), EmbeddingCache(folder / "embeddings.sqlite"))
+    try:
+        run(vault, quality=tier)
+        calls = tier.inner.calls
+        path = vault / "projects" / "mindnet.md"
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace("Es gibt drei Collections in Qdrant", "Es gibt genau drei Collections in Qdrant"),
+                        encoding="utf-8")
+        summary, _ = run(vault, quality=tier)
+    finally:
+        tier.cache.close()
+    assert summary.chunks_embedded_e5 == summary.chunks_embedded == tier.inner.calls - calls == 1
+    done, total = quality_vectors(vault)
+    assert done == total

@@ -28,7 +28,17 @@ from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
 from .search import Context, Hit, Searcher
 from .store import Equals, Filter, Store, copy_store
-from .sync import DENSE, ImportSummary, Progress, import_vault, open_store, store_dir
+from .sync import (
+    DENSE,
+    QUALITY,
+    ImportSummary,
+    Progress,
+    embed_quality_tier,
+    import_vault,
+    open_store,
+    quality_tier_available,
+    store_dir,
+)
 from .vault import Note, NoteProblem, VaultResult, parse_note, read_vault
 
 
@@ -186,6 +196,7 @@ class Index:
         vectors = {v.name: {"model": v.model_id, "dim": v.dim} for v in meta.vectors} if meta else {}
         dense = vectors.get(DENSE, {})
         return {
+            "quality_tier": self._quality_status(store, vectors),
             "notes": store.count("notes") if meta else 0,
             "chunks": store.count("chunks") if meta else 0,
             "edges": store.count("edges") if meta else 0,
@@ -260,6 +271,20 @@ class Index:
         finally:
             source.close()
             target.close()
+
+    def _quality_status(self, store: Store, vectors: dict[str, Any]) -> str:
+        """How far the e5 tier is: absent (not installed / disabled), or chunks with its vector."""
+        if QUALITY not in vectors:
+            if not quality_tier_available():
+                return "absent (install mindnet[e5], Linux x86_64)"
+            return "disabled" if not self.settings.quality_tier else "not started (run mindnet embed)"
+        done = sum(QUALITY in p.vectors for p in store.scroll("chunks", with_vectors=True))
+        return f"{vectors[QUALITY]['model']}: {done} of {store.count('chunks')} chunks"
+
+    def embed_quality_tier(self, progress: Progress | None = None) -> int:
+        """`mindnet embed`: add the e5 vector to every chunk lacking it (resumable)."""
+        self.close()
+        return embed_quality_tier(self.vault.root, self.settings, progress=progress)
 
     def close(self) -> None:
         self._searcher = None

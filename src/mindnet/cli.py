@@ -126,6 +126,10 @@ def import_(
     max_chunk_size: MaxSizeOpt = None,
     separator_group: GroupOpt = None,
     separators: SepsOpt = None,
+    quality_tier: Annotated[
+        bool | None,
+        typer.Option("--quality-tier/--no-quality-tier", help="Run the slow e5 phase after the import."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Import a vault into its store; only what changed is chunked, embedded and written."""
@@ -134,6 +138,7 @@ def import_(
     settings = settings_for(
         vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
         separator_group=separator_group, separators=separators, strict=strict or None,
+        quality_tier=quality_tier,
     )
     index = Index(vault, settings)
     with _progress_bars(err.is_terminal and not as_json) as progress:
@@ -150,11 +155,30 @@ def import_(
 
 def _summary_line(s: ImportSummary) -> str:
     verb = "would import" if s.dry_run else "imported"
+    e5 = f", {s.chunks_embedded_e5} e5" if s.chunks_embedded_e5 else ""
     return (
         f"{verb}: notes {s.notes_new} new, {s.notes_changed} changed, {s.notes_unchanged} unchanged, "
-        f"{s.notes_deleted} deleted, {s.notes_failed} failed; chunks {s.chunks_embedded} embedded, "
+        f"{s.notes_deleted} deleted, {s.notes_failed} failed; chunks {s.chunks_embedded} embedded{e5}, "
         f"{s.chunks_reused} reused; edges {s.edges} (+{s.edges_added} −{s.edges_deleted}); {s.seconds:.2f} s"
     )
+
+
+@app.command()
+def embed(
+    vault: VaultOpt = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Finish the e5 quality tier: embed the chunks that lack its vector (resumable)."""
+    from .api import Index
+
+    with _progress_bars(err.is_terminal and not as_json) as progress:
+        count = Index(vault, settings_for(vault, config, store=store)).embed_quality_tier(progress=progress)
+    if as_json:
+        _print_json({"chunks_embedded_e5": count})
+    else:
+        sys.stdout.write(f"e5: {count} chunks embedded\n")
 
 
 @app.command()
@@ -173,7 +197,7 @@ def status(
         _print_json(info)
         return
     table = Table(show_header=False, title="mindnet status")
-    for key in ("notes", "chunks", "edges", "model", "dim", "store"):
+    for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store"):
         table.add_row(key, str(info[key]))
     out.print(table)
 
@@ -294,6 +318,9 @@ def eval_(
     beir: Annotated[Path | None, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")] = None,
     vault: Annotated[Path | None, typer.Option("--vault", help="A vault to evaluate with --queries.")] = None,
     queries: Annotated[Path | None, typer.Option("--queries", help="JSONL: query, relevant, partial.")] = None,
+    beir_queries: Annotated[
+        Path | None, typer.Option("--beir-queries", help="Ask this BEIR folder's questions (cross-lingual).")
+    ] = None,
     qrels: Annotated[str, typer.Option("--qrels", help="BEIR qrels file name.")] = "qrels.tsv",
     store: StoreOpt = None,
     config: ConfigOpt = None,
@@ -306,8 +333,9 @@ def eval_(
         raise MindnetError("give either --beir FOLDER, or --vault VAULT with --queries FILE")
     settings = settings_for(vault, config, store=store)
     if beir is not None:
+        name = f"{beir_queries.name}->{beir.name}" if beir_queries else beir.name
         reports = evaluation.evaluate_beir(
-            evaluation.load_beir(beir, qrels_file=qrels), settings, dataset=beir.name
+            evaluation.load_beir(beir, qrels_file=qrels, queries_from=beir_queries), settings, dataset=name
         )
     else:
         reports = evaluation.evaluate_vault(vault, queries, settings, dataset=vault.name)  # type: ignore[arg-type]

@@ -71,7 +71,8 @@ class Settings:
     recursive_by_type: Mapping[str, RecursiveSettings] = field(default_factory=dict)
     strategy_by_type: Mapping[str, str] = field(default_factory=dict)
     model: str = "use"
-    quality_tier: bool = True
+    quality_tier: bool = False
+    """Fill the e5 vector after each import. Off by default until search fuses it (issue 7)."""
     embed_title_prefix: bool = True
     threads: int = 0
     """0 means one per core."""

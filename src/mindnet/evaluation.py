@@ -14,6 +14,17 @@ note found through three chunks must count once. Gains: 1 for relevant, 0.5 for 
 the qrels score). A result counts as a *hit* for MRR, Hit@1 and Recall only when it is relevant
 (gain >= 1): a partial answer helps nDCG but is not "the" answer.
 
+Every run of `DEFAULT_RUNS` is measured in the same process on the same questions, including a
+plain baseline the issue asks for: BM25 alone, and the same model over **fixed 300-token windows**
+(`fixed_windows`: consecutive windows of the model's tokens over each note's `fulltext`, no
+structure, no overlap, no title prefix), imported into a separate store beside the real one. It
+exists only here, not as a user-facing chunking strategy: it answers "what does the structure
+buy?", nothing else.
+
+Cross-lingual BEIR: `load_beir(corpus_folder, queries_from=other_folder)` asks one folder's
+questions against another folder's corpus, the two corpora being parallel (same documents in the
+same order, as XQuAD's `beir/de` and `beir/en`), so judgements carry over by position.
+
 The metric functions are pure and tested with hand-computed values.
 """
 
@@ -29,13 +40,18 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
+from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings
-from .embedding import Embedder
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache
 from .errors import MindnetError
 from .search import Hit, Mode, Searcher, SearchTuning
-from .store import Store, StoreSchema, VectorSpec
+from .store import PointRecord, Store, StoreSchema, VectorSpec, lexical_document
+from .store import open_store as open_store_at
 from .sync import DENSE, import_vault, open_embedder, open_store, store_dir
+from .text import content_hash, line_starts
+from .vault import file_line, read_vault
 
 RELEVANT = 1.0
 """Gain of a relevant note, and the threshold for counting a result as a hit."""
@@ -229,12 +245,30 @@ class BeirSet:
     """Query id -> doc id -> score."""
 
 
-def load_beir(folder: str | Path, *, qrels_file: str = "qrels.tsv") -> BeirSet:
+def load_beir(folder: str | Path, *, qrels_file: str = "qrels.tsv",
+              queries_from: str | Path | None = None) -> BeirSet:
     """Read `corpus.jsonl`, `queries.jsonl` and a qrels file (header line, tab-separated).
 
+    Args:
+        folder: the BEIR folder whose corpus is searched.
+        qrels_file: qrels file name inside the folder that holds the queries.
+        queries_from: another BEIR folder whose queries and qrels to use instead (cross-lingual:
+            German questions against the English corpus). Its corpus must be parallel to
+            `folder`'s (same length, same order); judged document i maps to `folder`'s document i.
+
     Raises:
-        MindnetError: a missing file, naming the BEIR layout it expects.
+        MindnetError: a missing file, naming the BEIR layout it expects, or corpora that are not
+            parallel.
     """
+    if queries_from is not None:
+        asked = load_beir(queries_from, qrels_file=qrels_file)
+        searched = load_beir(folder, qrels_file=qrels_file)
+        if len(asked.corpus) != len(searched.corpus):
+            raise MindnetError(f"{queries_from} and {folder} are not parallel corpora: {len(asked.corpus)} vs "
+                               f"{len(searched.corpus)} documents")
+        to_searched = {a.doc_id: b.doc_id for a, b in zip(asked.corpus, searched.corpus, strict=True)}
+        qrels = {q: {to_searched.get(d, d): g for d, g in rel.items()} for q, rel in asked.qrels.items()}
+        return BeirSet(searched.corpus, asked.queries, qrels)
     root = Path(folder)
     for name in ("corpus.jsonl", "queries.jsonl", qrels_file):
         if not (root / name).is_file():
@@ -310,20 +344,32 @@ class RunConfig:
     expand: bool = False
     tuning: SearchTuning | None = None
     label: str = ""
-    """Name in the table; defaults to `mode` (+ `+expand`)."""
+    """Name in the table; defaults to `mode` (+ `+expand`, `fixed-300 `)."""
+    chunker: Literal["structure", "fixed"] = "structure"
+    """`structure`: the real import. `fixed`: the fixed-window baseline store (`fixed_windows`)."""
 
     @property
     def name(self) -> str:
-        return self.label or (f"{self.mode}+expand" if self.expand else self.mode)
+        if self.label:
+            return self.label
+        name = f"{self.mode}+expand" if self.expand else self.mode
+        return f"{name} (fixed {FIXED_WINDOW_TOKENS}-token windows)" if self.chunker == "fixed" else name
 
+
+FIXED_WINDOW_TOKENS = 300
+"""Window size of the plain baseline, in the embedding model's tokens."""
 
 DEFAULT_RUNS: tuple[RunConfig, ...] = (
-    RunConfig("lexical", label="bm25"),
+    RunConfig("lexical", chunker="fixed", label="baseline: bm25 (fixed windows)"),
+    RunConfig("dense", chunker="fixed", label="baseline: dense (fixed windows)"),
+    RunConfig("lexical", label="lexical (bm25)"),
     RunConfig("dense"),
-    RunConfig("hybrid"),
+    RunConfig("hybrid", label="hybrid (default)"),
     RunConfig("hybrid", expand=True),
 )
-"""BM25 alone, dense, hybrid, hybrid with graph expansion."""
+"""The plain baselines first (BM25 alone and the same model over fixed 300-token windows, no
+structure, no title), then the four modes over the real import. `lexical (bm25)` is BM25 alone
+too, over structure chunks whose BM25 input also holds the title and section path."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,9 +430,19 @@ def evaluate(searcher: Searcher, queries: Sequence[EvalQuery], run: RunConfig, *
                       tuple(results))
 
 
+def _eval_settings(settings: Settings) -> Settings:
+    """The settings an evaluation imports with: without the quality tier.
+
+    Every mode searches the default tier's vector (`use`); filling the quality tier would only
+    cost minutes per corpus and change no figure.
+    """
+    return replace(settings, quality_tier=False)
+
+
 @contextmanager
 def opened(vault: str | Path, settings: Settings, embedder: Embedder | None = None) -> Iterator[Searcher]:
     """A searcher over a vault's store, imported (incrementally) first; closed afterwards."""
+    settings = _eval_settings(settings)
     folder = store_dir(vault, settings)
     own_embedder = embedder is None
     emb = embedder or open_embedder(folder, settings)
@@ -401,19 +457,119 @@ def opened(vault: str | Path, settings: Settings, embedder: Embedder | None = No
             emb.cache.close()  # type: ignore[attr-defined]
 
 
+# -- the fixed-window baseline ------------------------------------------------------------------
+
+
+def fixed_windows(text: str, tokenizer: Tokenizer, size: int = FIXED_WINDOW_TOKENS) -> list[tuple[int, int]]:
+    """Char spans of consecutive `size`-token windows tiling `text`: the plain chunker of the baseline.
+
+    Tokens are the embedding model's (`Tokenizer.pieces`), so a window is exactly what the model
+    would read; no structure, no overlap. Windows holding only whitespace are dropped.
+    """
+    if size < 1:
+        raise MindnetError(f"window size must be at least 1 token, not {size}")
+    if not text.strip():
+        return []
+    pieces = tokenizer.pieces(text)
+    spans = [(pieces[i][0], pieces[min(i + size, len(pieces)) - 1][1]) for i in range(0, len(pieces), size)]
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def _fixed_records(vault: str | Path, settings: Settings, embedder: Embedder,
+                   tokenizer: Tokenizer) -> list[PointRecord]:
+    """Baseline chunk points of every note: window text embedded and BM25-indexed as is, no title."""
+    notes = read_vault(vault, settings).notes
+    pending: list[tuple[str, str, dict[str, object]]] = []
+    for note in notes:
+        starts = line_starts(note.fulltext)
+        for i, (a, b) in enumerate(fixed_windows(note.fulltext, tokenizer), 1):
+            text = note.fulltext[a:b]
+            chunk_id = f"{note.note_id}#w{i:04d}"
+            pending.append((chunk_id, text, {
+                "chunk_id": chunk_id, "note_id": note.note_id, "note_title": note.title, "path": note.path,
+                "type": note.type, "lang": note.lang, "text": text.strip(), "section_path": "/", "section_title": "",
+                "char_start": a, "char_end": b, "line_start": file_line(note, a, starts),
+                "line_end": file_line(note, max(a, b - 1), starts), "chunk_index": i - 1,
+                "neighbors": {"prev": None, "next": None},
+            }))
+    vectors = embedder.embed_passages([text for _, text, _ in pending]) if pending else []
+    return [PointRecord(cid, payload, vectors={DENSE: vec},
+                        sparse={"bm25": lexical_document(text, str(payload["lang"]))})
+            for (cid, text, payload), vec in zip(pending, vectors, strict=True)]
+
+
+@contextmanager
+def opened_fixed(vault: str | Path, folder: str | Path, settings: Settings,
+                 embedder: Embedder) -> Iterator[Searcher]:
+    """A searcher over the fixed-window baseline of a vault, in its own Edge store under `folder`.
+
+    Rebuilt only when the vault's notes, the window size or the model changed (a fingerprint file
+    beside the store); window embeddings are cached in `folder/embeddings.sqlite`. Always an
+    embedded store, even when the real one is a Qdrant server: the baseline is scratch data.
+    """
+    root = Path(folder)
+    root.mkdir(parents=True, exist_ok=True)
+    settings = _eval_settings(settings)
+    notes = read_vault(vault, settings).notes
+    fingerprint = content_hash(json.dumps([FIXED_WINDOW_TOKENS, embedder.model_id,
+                                           sorted((n.note_id, n.content_hash) for n in notes)]))
+    mark = root / "fingerprint.txt"
+    store = open_store_at(path=root / "qdrant", prefix=settings.collection_prefix)
+    cache = EmbeddingCache(root / "embeddings.sqlite")
+    try:
+        schema = StoreSchema(vectors=(VectorSpec(DENSE, embedder.model_id, embedder.dim),))
+        if not mark.is_file() or mark.read_text(encoding="utf-8") != fingerprint:
+            mark.unlink(missing_ok=True)
+            store.reset(schema)
+            records = _fixed_records(vault, settings, CachedEmbedder(embedder, cache), default_tokenizer())
+            for start in range(0, len(records), 256):
+                store.upsert("chunks", records[start:start + 256])
+            store.optimize()
+            mark.write_text(fingerprint, encoding="utf-8")
+        else:
+            store.ensure(schema)
+        yield Searcher(store, embedder, settings)
+    finally:
+        store.close()
+        cache.close()
+
+
+# -- entry points --------------------------------------------------------------------------------
+
+
+def _evaluate_runs(vault: Path, fixed_folder: Path, settings: Settings, embedder: Embedder | None,
+                   runs: Sequence[RunConfig], make_queries: Callable[[Store], list[EvalQuery]], dataset: str,
+                   key: KeyOf | None) -> list[EvalReport]:
+    """Evaluate the structure runs on the real store and the fixed runs on the baseline store, in run order."""
+    reports: dict[int, EvalReport] = {}
+    with opened(vault, settings, embedder) as searcher:
+        queries = make_queries(searcher.store)
+        for i, run in enumerate(runs):
+            if run.chunker == "structure":
+                reports[i] = evaluate(searcher, queries, run, dataset=dataset, key=key)
+        fixed = [i for i, run in enumerate(runs) if run.chunker == "fixed"]
+        if fixed:
+            with opened_fixed(vault, fixed_folder, settings, searcher.embedder) as baseline:
+                for i in fixed:
+                    reports[i] = evaluate(baseline, queries, runs[i], dataset=dataset, key=key)
+    return [reports[i] for i in range(len(runs))]
+
+
 def evaluate_vault(vault: str | Path, queries_file: str | Path, settings: Settings,
                    runs: Sequence[RunConfig] = DEFAULT_RUNS, *, embedder: Embedder | None = None,
                    dataset: str | None = None) -> list[EvalReport]:
     """Import a vault (into `settings.store_path` or `VAULT/.mindnet`) and evaluate a queries file.
+
+    The fixed-window baseline (runs with `chunker="fixed"`) lives in `<store folder>/baseline-fixed`.
 
     Raises:
         MindnetError: an unreadable queries file or a judged note missing from the vault.
     """
     raw = load_vault_queries(queries_file)
     name = dataset or Path(queries_file).stem
-    with opened(vault, settings, embedder) as searcher:
-        queries = resolve_queries(raw, searcher.store)
-        return [evaluate(searcher, queries, run, dataset=name) for run in runs]
+    fixed_folder = store_dir(vault, settings) / "baseline-fixed"
+    return _evaluate_runs(Path(vault), fixed_folder, settings, embedder, runs,
+                          lambda store: resolve_queries(raw, store), name, None)
 
 
 def evaluate_beir(beir: BeirSet | str | Path, settings: Settings, runs: Sequence[RunConfig] = DEFAULT_RUNS, *,
@@ -422,12 +578,12 @@ def evaluate_beir(beir: BeirSet | str | Path, settings: Settings, runs: Sequence
     """Import a BEIR corpus as notes of a temporary vault and evaluate its queries per document.
 
     Args:
-        beir: a loaded set or a BEIR folder.
+        beir: a loaded set (see `load_beir` for cross-lingual sets) or a BEIR folder.
         settings: as for an import; `store_path` is replaced by a folder under `work_dir`.
         runs: what to evaluate.
         embedder: injected model (tests, benches); else the configured one with a cache in `work_dir`.
-        work_dir: where the vault and store go (kept, so a second run reuses the embedding
-            cache); a temporary folder, removed afterwards, when None.
+        work_dir: where the vault, the store and the fixed-window baseline go (kept, so a second
+            run reuses the embedding cache); a temporary folder, removed afterwards, when None.
         dataset: name for the reports.
     """
     data = beir if isinstance(beir, BeirSet) else load_beir(beir)
@@ -440,9 +596,8 @@ def evaluate_beir(beir: BeirSet | str | Path, settings: Settings, runs: Sequence
             (vault / name).unlink()
         run_settings = replace(settings, store_path=str(root / "store"))
         queries = beir_queries(data)
-        with opened(vault, run_settings, embedder) as searcher:
-            return [evaluate(searcher, queries, run, dataset=dataset, key=lambda h: doc_of.get(h.path, h.path))
-                    for run in runs]
+        return _evaluate_runs(vault, root / "baseline-fixed", run_settings, embedder, runs, lambda _store: queries,
+                              dataset, lambda h: doc_of.get(h.path, h.path))
 
 
 def format_table(reports: Sequence[EvalReport], *, categories: bool = True) -> str:
@@ -466,6 +621,7 @@ def _row(dataset: str, run: str, m: Metrics, p50: float | None) -> str:
 
 __all__ = [
     "DEFAULT_RUNS",
+    "FIXED_WINDOW_TOKENS",
     "BeirSet",
     "EvalQuery",
     "EvalReport",
@@ -475,6 +631,7 @@ __all__ = [
     "evaluate",
     "evaluate_beir",
     "evaluate_vault",
+    "fixed_windows",
     "format_table",
     "hit_at_1",
     "load_beir",

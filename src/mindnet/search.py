@@ -9,12 +9,13 @@ everything a citation needs (note, section, span, lines). Three modes:
 * `hybrid` (default): both lists fused with Reciprocal Rank Fusion **in Python, by language**.
   BM25 only matches words, so for a German query against an English chunk the lexical list holds
   mostly accidental matches (names, numbers, stems that happen to collide) and pulls good dense
-  hits down. The lexical rank of a chunk whose language differs from the query's (detected with
-  `vault.detect_language`) therefore counts with `SearchTuning.lexical_weight_other` (0.25)
-  instead of 1. `bench/search.py eval`, nDCG@10 (400 sampled XQuAD questions):
-  German questions vs English paragraphs 0.872 (engine RRF: 0.773, dense alone: 0.856);
-  monolingual de/en 0.943/0.953 (engine RRF 0.945/0.961); foam-docs golden 0.839 (dense 0.747);
-  rustbook-de golden 0.914 (dense 0.835). `language_fusion=False` uses the engine's RRF instead.
+  hits down. A lexical rank counts `other + (same - other) * P(query is in the chunk's language)`
+  (`SearchTuning`: same 1.5, other 0.25, rrf_k 5), the probability from the language model, so a
+  short keyword or syntax query whose language is a coin toss keeps its exact matches. With
+  `by_note` a note also gains 0.05 x the scores of its other chunks. Chosen by `bench/search.py
+  grid` for the best worst-case nDCG@5 margin over BM25 alone and dense alone across all seven
+  categories of both golden sets (foam-docs nDCG@5: hybrid 0.849, BM25 0.704, dense 0.729; the
+  previous default k=10/same=1 0.830). `language_fusion=False` uses the engine's RRF instead.
 
 Graph expansion (`expand=True`) adds the prev/next chunks of the top hits and the best chunk (by
 the query's dense score) of every note linked from or to a top note, each scored below the hit
@@ -30,15 +31,16 @@ citation list (R23).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeAlias
 
 from .config import Settings
 from .embedding import Embedder
 from .errors import MindnetError
 from .store import AnyOf, Condition, Equals, Filter, Prefix, Range, ScoredPoint, Store, lexical_query
-from .vault import detect_language
+from .vault import language_identifier
 
 Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
@@ -136,15 +138,32 @@ class Hit:
 class SearchTuning:
     """Knobs of fusion and expansion; the defaults are what `bench/search.py` measured best."""
 
-    rrf_k: int = 10
-    """RRF constant. Measured 2, 10, 20, 60: 10 is best or within 0.005 nDCG@10 everywhere and gains
-    +0.011 over 60 on German questions against English paragraphs (XQuAD de->en)."""
+    rrf_k: int = 5
+    """RRF constant: small, so the top of each list counts far more than its tail. Chosen with the
+    other fusion knobs by `bench/search.py grid` (5, 10, 20, 40, 60 tried): see `lexical_weight_same`."""
     candidates: int = 50
     """Candidates per list before fusion (at least `4 * k` are taken)."""
-    lexical_weight_same: float = 1.0
-    """Weight of a lexical rank when the chunk is in the query's language."""
+    lexical_weight_same: float = 1.5
+    """Weight of a lexical rank when the chunk is in the query's language: above 1, because an
+    exact word match in the reader's language is the strongest evidence a keyword or syntax
+    query has (foam-docs keyword: BM25 alone 0.961 nDCG@5, dense 0.802). The grid (1440 settings,
+    rrf_k x weights x confidence x title boost x note sum) kept the settings whose worst nDCG@5
+    margin over the better baseline, across all 7 categories of foam-docs and rustbook-de, is
+    highest, and among those the best mean: rrf_k=5, 1.5, 0.25, confidence on, no title boost,
+    note sum 0.05."""
     lexical_weight_other: float = 0.25
     """Weight of a lexical rank when the chunk is in another language (see module docstring)."""
+    language_confidence: bool = True
+    """Weigh by how sure the language guess is: a chunk in language L gets
+    `other + (same - other) * P(query is L)`. A short keyword or syntax query ("GistPad",
+    `foam mcp --allow-writes`) is a coin toss for the language model, and a hard guess would
+    down-weight exactly the lexical matches such a query relies on. False: the hard guess."""
+    title_boost: float = 0.0
+    """When > 0, a chunk gains `title_boost * share of its note title's words found in the query /
+    (rrf_k + 1)`: a title match as a third, small RRF-like signal (hybrid only)."""
+    note_sum_weight: float = 0.05
+    """With `by_note`, a note scores its best chunk plus this times the sum of its other chunks'
+    scores among the candidates: a note matching in several places ranks above a one-off match."""
     language_fusion: bool = True
     """False fuses inside the engine (`store.search_hybrid`, plain RRF, one round trip)."""
     expand_top: int = 5
@@ -236,8 +255,18 @@ class Searcher:
             assert vector is not None
             cands = self._expand(cands, vector, flt)
         if by_note:
-            cands = _best_per_note(cands)
+            cands = best_per_note(cands, t.note_sum_weight if mode == "hybrid" else 0.0)
         return [_hit(rank, c) for rank, c in enumerate(cands[:k], 1)]
+
+    def candidate_lists(self, query: str, pool: int, flt: Filter | None = None) -> CandidateLists:
+        """The dense and lexical lists and the query's language odds: everything `fuse` needs.
+
+        Public so `bench/search.py` can fetch the lists once per question and try many fusion
+        settings on them without asking the store again.
+        """
+        vector = self.embedder.embed_query(query)
+        return CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
+                              query_languages(query, self.settings.languages))
 
     def build_context(self, hits: Sequence[Hit], budget_tokens: int, tokenizer: TokenCounter | None = None) -> Context:
         """`build_context` with the notes' `fulltext` read from the store, so merges are exact (R23).
@@ -265,11 +294,9 @@ class Searcher:
             fused = self.store.search_hybrid("chunks", self.dense_vector, vector, sparse, limit=pool, flt=flt,
                                              candidates=pool, rrf_k=t.rrf_k)
             return [_cand(p, "dense+lexical") for p in fused]
-        dense = self._dense(vector, pool, flt)
-        lexical = self._lexical(query, pool, flt)
-        query_lang = detect_language(query, self.settings.languages)
-        return rrf_fuse(dense, lexical, query_lang, rrf_k=t.rrf_k, weight_same=t.lexical_weight_same,
-                        weight_other=t.lexical_weight_other)
+        lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
+                               query_languages(query, self.settings.languages))
+        return fuse(query, lists, t)
 
     # -- expansion -------------------------------------------------------------------------------
 
@@ -362,20 +389,85 @@ class Searcher:
         return dict(strongest)
 
 
-def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint], query_lang: str | None, *,
-             rrf_k: int = 60, weight_same: float = 1.0, weight_other: float = 1.0) -> list[_Cand]:
+@dataclass(frozen=True, slots=True)
+class CandidateLists:
+    """What hybrid fusion starts from: both ranked lists and the query's language odds."""
+
+    dense: Sequence[ScoredPoint]
+    lexical: Sequence[ScoredPoint]
+    query_langs: Mapping[str, float]
+    """Language -> probability that the query is in it (configured languages only)."""
+
+
+def query_languages(query: str, languages: Sequence[str]) -> dict[str, float]:
+    """Probability per configured language that the query is written in it.
+
+    Code spans, links and URLs are removed first, as in `vault.detect_language`. With one
+    language, or with almost no prose left, the answer is certain or uniform respectively.
+    """
+    langs = tuple(dict.fromkeys(languages))
+    if len(langs) <= 1:
+        return dict.fromkeys(langs, 1.0)
+    prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", query))
+    if len(prose.strip()) < 3:
+        return dict.fromkeys(langs, 1.0 / len(langs))
+    ranked = language_identifier(langs).rank(prose[:2000])
+    return {str(lang): float(prob) for lang, prob in ranked if lang in langs}
+
+
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_LINK_SYNTAX = re.compile(r"\[\[[^\]]*\]\]|\]\([^)]*\)|https?://\S+")
+_WORD = re.compile(r"\w{2,}")
+
+
+def fuse(query: str, lists: CandidateLists, tuning: SearchTuning) -> list[_Cand]:
+    """The hybrid ranking: language-aware RRF of both lists, then the optional title boost.
+
+    Pure, so the bench can replay it over cached lists with other settings.
+    """
+    langs: Mapping[str, float] = lists.query_langs
+    if not tuning.language_confidence and langs:
+        langs = {max(langs, key=lambda lang: langs[lang]): 1.0}
+    cands = rrf_fuse(lists.dense, lists.lexical, langs, rrf_k=tuning.rrf_k, weight_same=tuning.lexical_weight_same,
+                     weight_other=tuning.lexical_weight_other)
+    if tuning.title_boost > 0:
+        words = {w.lower() for w in _WORD.findall(query)}
+        scale = tuning.title_boost / (tuning.rrf_k + 1)
+        for c in cands:
+            c.score += scale * title_match(words, str(c.payload.get("note_title", "")))
+        cands.sort(key=lambda c: -c.score)
+    return cands
+
+
+def title_match(query_words: set[str], title: str) -> float:
+    """Share of the title's words (2+ characters, case-folded) that occur in the query."""
+    title_words = {w.lower() for w in _WORD.findall(title)}
+    if not title_words:
+        return 0.0
+    return len(title_words & query_words) / len(title_words)
+
+
+def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
+             query_lang: str | Mapping[str, float] | None, *, rrf_k: int = 60, weight_same: float = 1.0,
+             weight_other: float = 1.0) -> list[_Cand]:
     """Reciprocal Rank Fusion with a lexical weight that depends on the chunk's language.
 
     score(c) = 1 / (rrf_k + rank_dense(c)) + w(c) / (rrf_k + rank_lexical(c)), ranks 1-based, a
-    missing rank contributing nothing; w(c) = `weight_same` when the chunk's `lang` equals
-    `query_lang` (or either is unknown), else `weight_other`.
+    missing rank contributing nothing. `query_lang` is one language (certain) or language ->
+    probability; w(c) = `weight_other + (weight_same - weight_other) * P(query in chunk's lang)`,
+    which is `weight_same` or `weight_other` for a certain guess. Unknown query or chunk language:
+    `weight_same` (nothing says the match is accidental).
     """
+    probs: Mapping[str, float] = {query_lang: 1.0} if isinstance(query_lang, str) else (query_lang or {})
     out: dict[str, _Cand] = {}
     for rank, p in enumerate(dense, 1):
         out[p.id] = _Cand(p.id, 1.0 / (rrf_k + rank), p.payload, "dense", p.score)
     for rank, p in enumerate(lexical, 1):
         lang = p.payload.get("lang")
-        w = weight_same if (not query_lang or not lang or lang == query_lang) else weight_other
+        if not probs or not lang:
+            w = weight_same
+        else:
+            w = weight_other + (weight_same - weight_other) * probs.get(str(lang), 0.0)
         part = w / (rrf_k + rank)
         c = out.get(p.id)
         if c is None:
@@ -390,12 +482,27 @@ def _cand(p: ScoredPoint, via: str, dense: bool = False) -> _Cand:
     return _Cand(p.id, p.score, p.payload, via, p.score if dense else None)
 
 
-def _best_per_note(cands: Sequence[_Cand]) -> list[_Cand]:
-    """One candidate per note, the best one, in score order (the list is sorted best first)."""
-    seen: dict[str, _Cand] = {}
+def best_per_note(cands: Sequence[_Cand], sum_weight: float = 0.0) -> list[_Cand]:
+    """One candidate per note, its best chunk, ranked by the note's score.
+
+    The note's score is its best chunk's plus `sum_weight` times the sum of its other chunks'
+    scores (0: the best chunk alone). Chunks added by graph expansion do not add to the sum: they
+    are context around a hit, not evidence, and expansion must not reorder what search found.
+    The returned candidate carries the note's score.
+    """
+    best: dict[str, _Cand] = {}
+    rest: dict[str, float] = {}
     for c in sorted(cands, key=lambda c: -c.score):
-        seen.setdefault(str(c.payload.get("note_id", "")), c)
-    return list(seen.values())
+        note = str(c.payload.get("note_id", ""))
+        if note in best:
+            if c.via != "expand":
+                rest[note] = rest.get(note, 0.0) + c.score
+        else:
+            best[note] = c
+    if sum_weight <= 0:
+        return list(best.values())
+    out = [replace(c, score=c.score + sum_weight * rest.get(note, 0.0)) for note, c in best.items()]
+    return sorted(out, key=lambda c: -c.score)
 
 
 def _hit(rank: int, c: _Cand) -> Hit:
@@ -638,6 +745,7 @@ def _fit(head: str, text: str, budget: int, tokenizer: TokenCounter) -> str | No
 
 __all__ = [
     "MODES",
+    "CandidateLists",
     "Citation",
     "Context",
     "Hit",
@@ -646,7 +754,11 @@ __all__ = [
     "SearchTuning",
     "Searcher",
     "TokenCounter",
+    "best_per_note",
     "build_context",
+    "fuse",
     "note_fulltexts",
+    "query_languages",
     "rrf_fuse",
+    "title_match",
 ]

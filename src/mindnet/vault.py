@@ -433,7 +433,7 @@ def _mtime_iso(path: Path) -> str:
 
 
 @lru_cache(maxsize=8)
-def _identifier(languages: tuple[str, ...]) -> Any:
+def language_identifier(languages: tuple[str, ...]) -> Any:
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
@@ -453,7 +453,7 @@ def detect_language(text: str, languages: tuple[str, ...]) -> str:
     prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", prose))
     if len(prose.strip()) < 3:
         return languages[0]
-    lang, _prob = _identifier(tuple(languages)).classify(prose[:20000])
+    lang, _prob = language_identifier(tuple(languages)).classify(prose[:20000])
     return str(lang)
 
 
