@@ -332,3 +332,13 @@ def test_open_store_picks_adapter(tmp_path) -> None:
         assert isinstance(store, ClientStore)
     with pytest.raises(StoreError, match="no store"):
         open_store()
+
+
+def test_scroll_can_read_only_some_payload_fields(open_test_store: StoreFactory) -> None:
+    """A no-op import reads hashes, not every note's fulltext."""
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("notes", [PointRecord("n1", {"note_id": "n1", "content_hash": "h", "fulltext": "x" * 1000})])
+    (point,) = store.scroll("notes", fields=("content_hash",))
+    assert point.id == "n1"
+    assert point.payload == {"note_id": "n1", "content_hash": "h"}

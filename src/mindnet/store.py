@@ -437,12 +437,18 @@ class Store(ABC):
         return [found[i] for i in ids if i in found]
 
     def scroll(self, collection: CollectionName, flt: Filter | None = None, *,
-               with_vectors: bool = False, page_size: int = _BATCH) -> Iterator[StoredPoint]:
-        """Every point matching `flt`, paged lazily (order: by point id)."""
+               with_vectors: bool = False, page_size: int = _BATCH,
+               fields: Sequence[str] | None = None) -> Iterator[StoredPoint]:
+        """Every point matching `flt`, paged lazily (order: by point id).
+
+        `fields` limits the payload read back (the id field is always included): a no-op import
+        needs each note's hashes, not its `fulltext`.
+        """
         self._check_collection(collection)
+        keys = None if fields is None else list(dict.fromkeys([ID_FIELDS[collection], *fields]))
         offset: Any = None
         while True:
-            page, offset = self._scroll(collection, flt, offset, page_size, with_vectors)
+            page, offset = self._scroll(collection, flt, offset, page_size, with_vectors, keys)
             yield from page
             if offset is None:
                 return
@@ -545,7 +551,7 @@ class Store(ABC):
     def _retrieve(self, collection: str, pids: list[str], with_vectors: bool) -> list[StoredPoint]: ...
     @abstractmethod
     def _scroll(self, collection: str, flt: Filter | None, offset: Any, limit: int,
-                with_vectors: bool) -> tuple[list[StoredPoint], Any]: ...
+                with_vectors: bool, fields: list[str] | None = None) -> tuple[list[StoredPoint], Any]: ...
     @abstractmethod
     def _count(self, collection: str, flt: Filter | None) -> int: ...
     @abstractmethod
@@ -718,9 +724,10 @@ class EdgeStore(Store):
         return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records]
 
     def _scroll(self, collection: str, flt: Filter | None, offset: Any, limit: int,
-                with_vectors: bool) -> tuple[list[StoredPoint], Any]:
+                with_vectors: bool, fields: list[str] | None = None) -> tuple[list[StoredPoint], Any]:
+        payload: Any = True if fields is None else qe.PayloadSelector.Include(fields)
         records, nxt = self._shard(collection).scroll(qe.ScrollRequest(
-            offset=offset, limit=limit, filter=_edge_filter(flt), with_payload=True, with_vector=with_vectors))
+            offset=offset, limit=limit, filter=_edge_filter(flt), with_payload=payload, with_vector=with_vectors))
         return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records], nxt
 
     def _count(self, collection: str, flt: Filter | None) -> int:
@@ -933,9 +940,10 @@ class ClientStore(Store):
         return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records]
 
     def _scroll(self, collection: str, flt: Filter | None, offset: Any, limit: int,
-                with_vectors: bool) -> tuple[list[StoredPoint], Any]:
+                with_vectors: bool, fields: list[str] | None = None) -> tuple[list[StoredPoint], Any]:
         records, nxt = self._client.scroll(self._name(collection), scroll_filter=_client_filter(flt), limit=limit,
-                                           offset=offset, with_payload=True, with_vectors=with_vectors)
+                                           offset=offset, with_payload=True if fields is None else fields,
+                                           with_vectors=with_vectors)
         return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records], nxt
 
     def _count(self, collection: str, flt: Filter | None) -> int:

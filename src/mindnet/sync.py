@@ -375,7 +375,7 @@ def _run(
     journal = Journal(folder)
     dirty = journal.pending()
     config_hash = chunking_hash(settings)
-    stored = {p.id: p.payload for p in store.scroll("notes")}
+    stored = {p.id: p.payload for p in store.scroll("notes", fields=("content_hash", "path", "chunking_hash", "lang"))}
     known_langs = {p["content_hash"]: p["lang"] for p in stored.values() if p.get("lang")}
     result = read_vault(vault, settings, known_langs)
     summary.notes_failed = result.failed
