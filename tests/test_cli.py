@@ -203,3 +203,13 @@ def test_search_context_and_eval_commands(
     reports = json.loads(out)
     assert {r["run"] for r in reports} >= {"dense", "hybrid (default)", "lexical (bm25)"}
     assert all(r["overall"]["ndcg_10"] == 1.0 for r in reports if r["run"] in ("dense", "hybrid (default)"))
+
+
+def test_import_of_a_missing_folder_creates_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-such-vault"
+    code, out, err = invoke(monkeypatch, capsys, cli.main, "import", str(missing))
+    assert code == 2 and out == ""
+    assert err.strip() == f"mindnet: {missing}: vault folder not found"
+    assert not missing.exists()

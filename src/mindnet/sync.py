@@ -35,7 +35,7 @@ from .chunking.pipeline import chunk_note
 from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from .errors import MindnetError, StoreError
+from .errors import MindnetError, NoteError, StoreError
 from .graph import Edge, edge_from_payload, incremental_edges, note_neighbors
 from .links import Resolver, transclusions
 from .store import (
@@ -235,6 +235,8 @@ def import_vault(
         StoreError: the store is locked by another import, or was built with another model.
     """
     started = time.perf_counter()
+    if not Path(vault).is_dir():
+        raise NoteError(str(vault), "vault folder not found")
     folder = store_dir(vault, settings)
     with import_lock(folder):
         own_store = store is None
