@@ -45,18 +45,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy.typing as npt
-
 from _common import MSDOCS, dir_size_mb, dump_json, peak_rss_mb, table
 from mindnet.config import load_settings
-from mindnet.embedding import Embedder, Vectors
+from mindnet.embedding import Embedder, Vectors, WrappedEmbedder
 from mindnet.sync import ImportSummary, import_vault, open_embedder, open_store, store_dir
 
 _RESULT = "BENCH-RESULT "
 """Prefix of the one stdout line a worker prints its JSON on (mindnet may log other lines)."""
 
 
-class TimedEmbedder(Embedder):
+class TimedEmbedder(WrappedEmbedder):
     """Delegates to another embedder and adds up the wall time of `embed_passages`.
 
     The importer reads `hits`/`misses` from its embedder by `getattr`, so they are passed through
@@ -64,18 +62,10 @@ class TimedEmbedder(Embedder):
     """
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.seconds = 0.0
         self.texts = 0
         self.calls = 0
-
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
 
     @property
     def hits(self) -> int:
@@ -93,12 +83,6 @@ class TimedEmbedder(Embedder):
             self.seconds += time.perf_counter() - began
             self.texts += len(texts)
             self.calls += 1
-
-    def embed_query(self, text: str) -> npt.NDArray[Any]:
-        return self.inner.embed_query(text)
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
 
 
 # --- worker: one scenario in its own process ---------------------------------------------------

@@ -326,20 +326,11 @@ class EmbeddingCache:
         self._db.close()
 
 
-class CachedEmbedder(Embedder):
-    """Any embedder plus an `EmbeddingCache`: only texts never seen by this model reach it (R19, R21).
+class WrappedEmbedder(Embedder):
+    """An embedder that adds behaviour around another one; everything not overridden is the inner model's."""
 
-    The key is `content_hash` of the exact text embedded, which equals the chunk's `text_hash`
-    when no title prefix is added; with a prefix, a title change correctly re-embeds.
-    """
-
-    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
-        self.cache = cache
-        self.hits = 0
-        """Passages served from the cache since creation."""
-        self.misses = 0
-        """Distinct passages sent to the model since creation."""
 
     @property
     def model_id(self) -> str:
@@ -354,6 +345,25 @@ class CachedEmbedder(Embedder):
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self.inner.embed_query(text)
+
+    def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        return self.inner.embed_passages(texts)
+
+
+class CachedEmbedder(WrappedEmbedder):
+    """Any embedder plus an `EmbeddingCache`: only texts never seen by this model reach it (R19, R21).
+
+    The key is `content_hash` of the exact text embedded, which equals the chunk's `text_hash`
+    when no title prefix is added; with a prefix, a title change correctly re-embeds.
+    """
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        super().__init__(inner)
+        self.cache = cache
+        self.hits = 0
+        """Passages served from the cache since creation."""
+        self.misses = 0
+        """Distinct passages sent to the model since creation."""
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         hashes = [content_hash(t) for t in texts]
