@@ -213,3 +213,21 @@ def test_import_of_a_missing_folder_creates_nothing(
     assert code == 2 and out == ""
     assert err.strip() == f"mindnet: {missing}: vault folder not found"
     assert not missing.exists()
+
+
+def test_index_keeps_store_and_model_warm_between_imports(vault: Path) -> None:
+    """A long-lived Index (API, watch mode) loads the model once; a second concurrent import is still refused."""
+    from mindnet.api import Index
+    from mindnet.errors import StoreError
+    from mindnet.sync import import_vault
+
+    with Index(vault) as index:
+        first = index.import_vault()
+        model = index._embedder().inner
+        (vault / "b.md").write_text("# Beta\n\nBeta is about rank fusion, now edited.\n", encoding="utf-8")
+        second = index.import_vault()
+        assert index._embedder().inner is model
+        assert (first.notes_new, second.notes_changed, second.chunks_embedded) == (2, 1, 1)
+        assert [h.note_id for h in index.search("rank fusion edited", k=1)] == ["b"]
+        with pytest.raises(StoreError):
+            import_vault(vault, index.settings)

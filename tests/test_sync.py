@@ -26,7 +26,7 @@ from mindnet.config import Settings
 from mindnet.embedding import CachedEmbedder, EmbeddingCache
 from mindnet.errors import StoreError
 from mindnet.store import EdgeStore, Equals, Filter
-from mindnet.sync import import_lock, import_vault, open_store
+from mindnet.sync import import_vault, open_store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
 
@@ -143,11 +143,29 @@ def test_forward_reference_resolves_when_the_note_appears(vault: Path) -> None:
 def test_second_concurrent_import_fails_fast_with_the_holder(vault: Path) -> None:
     run(vault)
     before = snapshot(vault)
-    with import_lock(vault / ".mindnet"), pytest.raises(StoreError) as info:
-        run(vault)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER.format(folder=str(vault / ".mindnet"))], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(StoreError) as info:
+            run(vault)
+    finally:
+        holder.kill()
+        holder.wait()
     assert "another import is running" in str(info.value)
-    assert f"pid {os.getpid()}" in str(info.value)
+    assert f"pid {holder.pid}" in str(info.value)
     assert snapshot(vault) == before
+
+
+HOLDER = """
+import time
+from pathlib import Path
+from mindnet.sync import import_lock
+with import_lock(Path({folder!r})):
+    print("locked", flush=True)
+    time.sleep(60)
+"""
 
 
 def test_dry_run_writes_nothing(vault: Path) -> None:

@@ -22,7 +22,7 @@ from .chunking.base import Chunk
 from .chunking.pipeline import check_settings, chunk_note
 from .chunking.tokens import default_tokenizer
 from .config import Settings, load_settings
-from .embedding import make_embedder
+from .embedding import CachedEmbedder
 from .errors import MindnetError, NoteError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
@@ -34,7 +34,9 @@ from .sync import (
     ImportSummary,
     Progress,
     embed_quality_tier,
+    import_lock,
     import_vault,
+    open_embedder,
     open_store,
     quality_tier_available,
     store_dir,
@@ -53,6 +55,11 @@ class Vault:
     @cached_property
     def result(self) -> VaultResult:
         return read_vault(self.root, self.settings)
+
+    def refresh(self) -> None:
+        """Forget what was read, so the next access sees the files as they are now."""
+        for name in ("result", "resolver"):
+            self.__dict__.pop(name, None)
 
     @property
     def notes(self) -> tuple[Note, ...]:
@@ -172,6 +179,7 @@ class Index:
         self.settings = settings or self.vault.settings
         self._store: Store | None = None
         self._searcher: Searcher | None = None
+        self._passages: CachedEmbedder | None = None
 
     @property
     def folder(self) -> Path:
@@ -180,9 +188,27 @@ class Index:
     def import_vault(
         self, *, full: bool = False, dry_run: bool = False, progress: Progress | None = None
     ) -> ImportSummary:
-        """Incremental import (R21); see `sync.import_vault`."""
-        self.close()
-        return import_vault(self.vault.root, self.settings, full=full, dry_run=dry_run, progress=progress)
+        """Incremental import (R21); see `sync.import_vault`.
+
+        The store and the model stay open on this object, so a long-lived process (the API, a watch
+        mode) pays their start-up once and a later edit costs only its own work.
+        """
+        self._searcher = None
+        if not self.vault.root.is_dir():
+            raise NoteError(str(self.vault.root), "vault folder not found")
+        # The lock comes before the store opens, so a second import hears who holds it (R21).
+        with import_lock(self.folder):
+            summary = import_vault(
+                self.vault.root, self.settings, full=full, dry_run=dry_run, store=self.store(),
+                embedder=self._embedder(), progress=progress,
+            )
+        self.vault.refresh()
+        return summary
+
+    def _embedder(self) -> CachedEmbedder:
+        if self._passages is None:
+            self._passages = open_embedder(self.folder, self.settings)
+        return self._passages
 
     def store(self) -> Store:
         if self._store is None:
@@ -247,8 +273,7 @@ class Index:
         if self._searcher is None:
             if not self.has_store():
                 raise MindnetError(f"{self.vault.root} is not imported yet: run `mindnet import {self.vault.root}`")
-            embedder = make_embedder(self.settings.model, self.settings.threads)
-            self._searcher = Searcher(self.store(), embedder, self.settings)
+            self._searcher = Searcher(self.store(), self._embedder(), self.settings)
         return self._searcher
 
     def search(self, query: str, **options: Any) -> list[Hit]:
@@ -283,14 +308,16 @@ class Index:
 
     def embed_quality_tier(self, progress: Progress | None = None) -> int:
         """`mindnet embed`: add the e5 vector to every chunk lacking it (resumable)."""
-        self.close()
-        return embed_quality_tier(self.vault.root, self.settings, progress=progress)
+        return embed_quality_tier(self.vault.root, self.settings, store=self.store(), progress=progress)
 
     def close(self) -> None:
         self._searcher = None
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._passages is not None:
+            self._passages.cache.close()
+            self._passages = None
 
     def __enter__(self) -> Index:
         return self

@@ -140,8 +140,7 @@ def import_(
         separator_group=separator_group, separators=separators, strict=strict or None,
         quality_tier=quality_tier,
     )
-    index = Index(vault, settings)
-    with _progress_bars(err.is_terminal and not as_json) as progress:
+    with Index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
         summary = index.import_vault(full=full, dry_run=dry_run, progress=progress)
     for line in summary.problems:
         _say(line)
@@ -173,8 +172,9 @@ def embed(
     """Finish the e5 quality tier: embed the chunks that lack its vector (resumable)."""
     from .api import Index
 
-    with _progress_bars(err.is_terminal and not as_json) as progress:
-        count = Index(vault, settings_for(vault, config, store=store)).embed_quality_tier(progress=progress)
+    settings = settings_for(vault, config, store=store)
+    with Index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
+        count = index.embed_quality_tier(progress=progress)
     if as_json:
         _print_json({"chunks_embedded_e5": count})
     else:

@@ -130,6 +130,10 @@ def chunking_hash(settings: Settings) -> str:
     return content_hash(json.dumps(parts, sort_keys=True, default=str))
 
 
+_HELD: set[str] = set()
+"""Lock files this process holds, so nested `import_lock` calls in one process do not deadlock."""
+
+
 @contextlib.contextmanager
 def import_lock(folder: Path) -> Iterator[None]:
     """One import per store at a time (R21): the second fails at once, naming the holder.
@@ -139,6 +143,10 @@ def import_lock(folder: Path) -> Iterator[None]:
     """
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "import.lock"
+    key = str(path.resolve())
+    if key in _HELD:  # this process holds it already (an Index that took it before opening the store)
+        yield
+        return
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
@@ -151,7 +159,11 @@ def import_lock(folder: Path) -> Iterator[None]:
         stamp = f"pid {os.getpid()} on {socket.gethostname()}, started {datetime.now(UTC):%Y-%m-%d %H:%M:%S} UTC"
         os.ftruncate(fd, 0)
         os.pwrite(fd, stamp.encode(), 0)
-        yield
+        _HELD.add(key)
+        try:
+            yield
+        finally:
+            _HELD.discard(key)
     finally:
         os.close(fd)
 
