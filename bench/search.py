@@ -3,7 +3,7 @@
 Two commands, run from the repo root:
 
     .venv/bin/python bench/search.py eval [--work DIR] [--max-queries N] [--sets foam,rust,xquad]
-    .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE]
+    .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
@@ -21,6 +21,13 @@ title boost, per-note sum. It ranks settings by their *worst* nDCG@5 margin over
 baseline (BM25 alone or dense alone, same run) across every category of both golden sets, so no
 single category decides; XQuAD de/en/de->en are replayed for the best settings only, as a check.
 `--no-title-prefix` does it all on stores embedded without the title prefix.
+
+`--e5` (both commands; use its own `--work`, default /tmp/mindnet-bench-search-e5) first fills the
+quality tier (`e5` vector, multilingual-e5-small) of both golden stores, cached in
+`<store>/e5-embeddings.sqlite` so a re-run is free. `eval --e5` adds dense on `e5` alone, hybrid
+without e5 (today's fusion) and hybrid + e5 at several weights; `grid --e5` replays the three
+lists over e5 weight x use weight x the lexical knobs, the baseline being the best of BM25, dense
+`use` and dense `e5` per category.
 
 `latency` builds synthetic Edge stores (random unit vectors, BM25 vectors of random vocabulary
 text, 10 chunks per note with prev/next and 3 links per note) and times end-to-end searches
@@ -43,7 +50,7 @@ from pathlib import Path
 import numpy as np
 
 from mindnet.config import Settings, load_settings
-from mindnet.embedding import Embedder, UseEmbedder
+from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder, make_embedder
 from mindnet.evaluation import (
     DEFAULT_RUNS,
     BeirSet,
@@ -63,8 +70,9 @@ from mindnet.evaluation import (
     score_query,
     write_beir_vault,
 )
-from mindnet.search import CandidateLists, Searcher, SearchTuning, best_per_note, fuse
+from mindnet.search import QUALITY_VECTOR, CandidateLists, Searcher, SearchTuning, best_per_note, fuse
 from mindnet.store import EdgeStore, PointRecord, StoreSchema, VectorSpec, lexical_document
+from mindnet.sync import import_vault
 
 CORPORA = Path("/work/shared/corpora")
 GOLDEN = Path(__file__).parent / "golden"
@@ -78,6 +86,38 @@ RUNS: tuple[RunConfig, ...] = (
     DEFAULT_RUNS[5],
 )
 """The `mindnet eval` runs (baselines first) plus the previous default and plain engine RRF."""
+
+E5_WEIGHTS = (0.5, 0.75, 1.0, 1.5, 2.0)
+"""e5 list weights `eval --e5` shows (the grid tries more)."""
+
+
+def e5_runs() -> tuple[RunConfig, ...]:
+    """The runs of `eval --e5`: every list alone, hybrid without and with e5 at several weights."""
+    base = SearchTuning()
+    return (
+        RunConfig("lexical", label="lexical (bm25)"),
+        RunConfig("dense", label="dense (use)"),
+        RunConfig("dense", dense_vector=QUALITY_VECTOR, label="dense (e5)"),
+        RunConfig("hybrid", tuning=dataclasses.replace(base, e5_weight=0.0), label="hybrid use+bm25 (no e5)"),
+        *(RunConfig("hybrid", tuning=dataclasses.replace(base, e5_weight=w, use_weight_with_e5=u),
+                    label=f"hybrid +e5 w={w} use={u}")
+          for u in (1.0, 0.5) for w in E5_WEIGHTS),
+        RunConfig("hybrid", label="hybrid (default)"),
+    )
+
+
+def fill_e5(vault: Path, settings: Settings) -> None:
+    """Import `vault` with the quality tier filled, the e5 vectors cached beside the store."""
+    folder = Path(str(settings.store_path))
+    folder.mkdir(parents=True, exist_ok=True)
+    cache = EmbeddingCache(folder / "e5-embeddings.sqlite")
+    try:
+        started = time.perf_counter()
+        summary = import_vault(vault, settings, quality=CachedEmbedder(make_embedder("e5"), cache))
+        print(f"  {vault}: e5 tier filled ({summary.chunks_embedded_e5} new) in "
+              f"{time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+    finally:
+        cache.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -107,15 +147,20 @@ def run_eval(args: argparse.Namespace) -> list[EvalReport]:
         reports.extend(new)
         print(f"\n### {title}\n\n{format_table(new, categories=args.categories)}\n", flush=True)
 
+    runs = e5_runs() if args.e5 else RUNS
     if "foam" in sets:
         settings = load_settings(overrides={"store_path": str(work / "foam-docs"), "quality_tier": False})
-        show(evaluate_vault(CORPORA / "foam-docs/vault", GOLDEN / "foam-docs.jsonl", settings, RUNS,
+        if args.e5:
+            fill_e5(CORPORA / "foam-docs/vault", settings)
+        show(evaluate_vault(CORPORA / "foam-docs/vault", GOLDEN / "foam-docs.jsonl", settings, runs,
                             embedder=embedder, dataset="foam-docs"), "foam-docs golden (vault, per note)")
     if "rust" in sets:
         settings = load_settings(overrides={"store_path": str(work / "rustbook-de"), "quality_tier": False})
-        show(evaluate_vault(CORPORA / "rustbook-de/src", GOLDEN / "rustbook-de.jsonl", settings, RUNS,
+        if args.e5:
+            fill_e5(CORPORA / "rustbook-de/src", settings)
+        show(evaluate_vault(CORPORA / "rustbook-de/src", GOLDEN / "rustbook-de.jsonl", settings, runs,
                             embedder=embedder, dataset="rustbook-de"), "rustbook-de golden (vault, per note)")
-    if "xquad" in sets:
+    if "xquad" in sets and not args.e5:
         base = load_settings(overrides={"quality_tier": False})
         de, en = CORPORA / "xquad/beir/de", CORPORA / "xquad/beir/en"
         for name, data, folder in (
@@ -170,6 +215,8 @@ def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
     for q, lists in zip(r.queries, r.lists, strict=True):
         if mode == "dense":
             cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}), SearchTuning()))
+        elif mode == "dense-e5":
+            cands = best_per_note(fuse(q.query, CandidateLists(lists.quality, (), {}), SearchTuning()))
         elif mode == "lexical":
             cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), SearchTuning()))
         else:
@@ -185,13 +232,15 @@ def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
     return {c: mean_metrics(ms) for c, ms in per.items()}
 
 
-def _golden(work: Path, embedder: Embedder, prefix: bool, suffix: str) -> list[Replay]:
+def _golden(work: Path, embedder: Embedder, prefix: bool, suffix: str, e5: bool = False) -> list[Replay]:
     out = []
     for name, vault, gold in (("foam", CORPORA / "foam-docs/vault", GOLDEN / "foam-docs.jsonl"),
                               ("rust", CORPORA / "rustbook-de/src", GOLDEN / "rustbook-de.jsonl")):
         folder = "foam-docs" if name == "foam" else "rustbook-de"
         settings = load_settings(overrides={"store_path": str(work / f"{folder}{suffix}"), "quality_tier": False,
                                             "embed_title_prefix": prefix})
+        if e5:
+            fill_e5(vault, settings)
         with opened(vault, settings, embedder) as searcher:
             out.append(_fetch(name, searcher, resolve_queries(load_vault_queries(gold), searcher.store), None))
     return out
@@ -226,27 +275,47 @@ def grid_tunings() -> list[SearchTuning]:
     return out
 
 
+def e5_grid_tunings() -> list[SearchTuning]:
+    """The `--e5` grid: e5 and use weights crossed with the lexical knobs near the current default.
+
+    `e5_weight=0` rows are today's two-list fusion on the same lists, so the grid shows what the
+    tier buys at every lexical setting.
+    """
+    out = []
+    for rrf_k in (5, 10, 20):
+        for same in (1.0, 1.5, 2.0):
+            for other in (0.1, 0.25):
+                for e5 in (0.0, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0):
+                    for use in (0.5, 1.0) if e5 > 0 else (1.0,):
+                        out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, lexical_weight_other=other,
+                                                e5_weight=e5, use_weight_with_e5=use))
+    return out
+
+
 def _tuning_label(t: SearchTuning) -> str:
     return (f"k={t.rrf_k} same={t.lexical_weight_same} other={t.lexical_weight_other} "
-            f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight}")
+            f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight} "
+            f"e5={t.e5_weight} use={t.use_weight_with_e5}")
 
 
 def run_grid(args: argparse.Namespace) -> None:
     work = Path(args.work)
     embedder = UseEmbedder()
     suffix = "" if args.title_prefix else "-noprefix"
-    golden = _golden(work, embedder, args.title_prefix, suffix)
+    golden = _golden(work, embedder, args.title_prefix, suffix, e5=args.e5)
     base: dict[tuple[str, str], float] = {}
     for r in golden:
         lex, den = replay(r, "lexical", SearchTuning()), replay(r, "dense", SearchTuning())
+        e5 = replay(r, "dense-e5", SearchTuning()) if args.e5 else {}
         for cat in lex:
-            base[(r.name, cat)] = max(lex[cat].ndcg_5, den[cat].ndcg_5)
-            print(f"  baseline {r.name}[{cat}]: bm25 {lex[cat].ndcg_5:.3f} dense {den[cat].ndcg_5:.3f}",
+            base[(r.name, cat)] = max(lex[cat].ndcg_5, den[cat].ndcg_5, e5[cat].ndcg_5 if e5 else 0.0)
+            extra = f" dense-e5 {e5[cat].ndcg_5:.3f}" if e5 else ""
+            print(f"  baseline {r.name}[{cat}]: bm25 {lex[cat].ndcg_5:.3f} dense {den[cat].ndcg_5:.3f}{extra}",
                   file=sys.stderr)
     judged = [k for k, v in base.items() if k[1] != "all" and v > 0]
     rows = []
     started = time.perf_counter()
-    for t in grid_tunings():
+    for t in e5_grid_tunings() if args.e5 else grid_tunings():
         per = {(r.name, cat): m.ndcg_5 for r in golden for cat, m in replay(r, "hybrid", t).items()}
         margins = {k: per[k] - base[k] for k in judged}
         rows.append((min(margins.values()), per[("foam", "all")], per[("rust", "all")], t, per, margins))
@@ -259,7 +328,8 @@ def run_grid(args: argparse.Namespace) -> None:
     for worst, foam, rust, t, per, _margins in rows:
         lines.append(f"| {_tuning_label(t)} | {worst:+.3f} | {foam:.3f} | {rust:.3f} | "
                      + " | ".join(f"{per[c]:.3f}" for c in cats) + " |")
-    baseline_line = ("| baseline max(bm25, dense) | | | | " + " | ".join(f"{base[c]:.3f}" for c in cats) + " |")
+    baseline_line = (f"| baseline max(bm25, dense{', dense-e5' if args.e5 else ''}) | | | | "
+                     + " | ".join(f"{base[c]:.3f}" for c in cats) + " |")
     if args.out:
         Path(args.out).write_text("\n".join([head, lines[1], baseline_line, *lines[2:]]) + "\n", encoding="utf-8")
     print("\n### grid, nDCG@5 per category, best worst-case margin first (top 25)\n")
@@ -268,7 +338,7 @@ def run_grid(args: argparse.Namespace) -> None:
     for worst, _foam, _rust, t, *_ in rows:
         if _tuning_label(t) == _tuning_label(default):
             print(f"\ncurrent default: {_tuning_label(default)}: min margin {worst:+.3f}")
-    if args.xquad:
+    if args.xquad and not args.e5:
         xs = _xquad(work, embedder, load_settings(overrides={"quality_tier": False,
                                                              "embed_title_prefix": args.title_prefix}),
                     args.max_queries, suffix)
@@ -387,21 +457,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     ev = sub.add_parser("eval", help="metrics tables on the golden sets and XQuAD")
-    ev.add_argument("--work", default="/tmp/mindnet-bench-search")
+    ev.add_argument("--work", default=None, help="default /tmp/mindnet-bench-search (-e5 with --e5)")
     ev.add_argument("--sets", default="foam,rust,xquad")
     ev.add_argument("--max-queries", type=int, default=None, help="sample of XQuAD queries (all 1190 by default)")
     ev.add_argument("--categories", action=argparse.BooleanOptionalAction, default=True)
     ev.add_argument("--json", default=None, help="also write the reports (without per-query rows) here")
+    ev.add_argument("--e5", action="store_true", help="fill the e5 tier and compare fusions with it (golden only)")
     gr = sub.add_parser("grid", help="replay fusion settings over cached lists of the golden sets")
-    gr.add_argument("--work", default="/tmp/mindnet-bench-search")
+    gr.add_argument("--work", default=None, help="default /tmp/mindnet-bench-search (-e5 with --e5)")
     gr.add_argument("--max-queries", type=int, default=400, help="XQuAD sample for the check")
     gr.add_argument("--title-prefix", action=argparse.BooleanOptionalAction, default=True)
     gr.add_argument("--xquad", action=argparse.BooleanOptionalAction, default=True)
     gr.add_argument("--out", default=None, help="write the whole grid (Markdown) here")
+    gr.add_argument("--e5", action="store_true", help="fill the e5 tier and grid the three-list fusion")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
     lat.add_argument("--sizes", default="1000,10000,100000")
     lat.add_argument("--queries", type=int, default=50)
     args = parser.parse_args(argv)
+    if args.command in ("eval", "grid") and args.work is None:
+        args.work = "/tmp/mindnet-bench-search-e5" if args.e5 else "/tmp/mindnet-bench-search"
     if args.command == "eval":
         run_eval(args)
     elif args.command == "grid":

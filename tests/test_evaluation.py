@@ -233,3 +233,33 @@ def test_resolve_queries_takes_the_higher_gain() -> None:
     raw = [RawQuery("q", "x", ("a/n1.md",), ("n1", "n2"))]
     (q,) = resolve_queries(raw, Notes())  # type: ignore[arg-type]
     assert q == EvalQuery("q", "x", {"n1": 1.0, "n2": 0.5}, None)
+
+
+def test_runs_on_the_e5_tier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindnet.embedding import Embedder
+    from mindnet.sync import import_vault
+
+    made: list[str] = []
+
+    def fake_make(name: str, threads: int = 0) -> Embedder:
+        made.append(name)
+        return FakeEmbedder(dim=16, model_id="fake-e5@1")
+
+    monkeypatch.setattr("mindnet.search.make_embedder", fake_make)
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "apples.md").write_text("# Apples\n\nApples grow on trees in orchards.\n", encoding="utf-8")
+    (vault / "rust.md").write_text("# Rust\n\nRust is a programming language.\n", encoding="utf-8")
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"query": "apples orchards", "relevant": ["apples.md"]}) + "\n", encoding="utf-8")
+    settings = load_settings(env={}, overrides={"store_path": str(tmp_path / "store")})
+    runs = [RunConfig("dense", dense_vector="e5", label="dense (e5)"), RunConfig("hybrid")]
+    # without the tier, a run that needs it says so instead of measuring something else
+    with pytest.raises(MindnetError, match="e5"):
+        evaluate_vault(vault, queries, settings, runs, embedder=FakeEmbedder())
+    import_vault(vault, settings, embedder=FakeEmbedder(), quality=FakeEmbedder(dim=16, model_id="fake-e5@1"))
+    made.clear()
+    e5, hybrid = evaluate_vault(vault, queries, settings, runs, embedder=FakeEmbedder())
+    assert e5.run == "dense (e5)" and e5.overall.hit_1 == 1.0
+    assert hybrid.overall.hit_1 == 1.0
+    assert made == ["e5"]  # one model for every run

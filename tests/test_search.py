@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fakes import FakeEmbedder
@@ -31,7 +32,7 @@ from mindnet.search import (
     rrf_fuse,
     title_match,
 )
-from mindnet.store import Filter, ScoredPoint, Store, StoreSchema, VectorSpec
+from mindnet.store import Filter, PointRecord, ScoredPoint, Store, StoreSchema, VectorSpec
 from mindnet.sync import DENSE, import_vault, open_store
 
 NOTES = {
@@ -477,3 +478,126 @@ def test_german_query_finds_english_note(tmp_path: Path) -> None:
         assert hits[0].note_id == "steuer"
     finally:
         store.close()
+
+
+# -- the e5 quality tier as a third list --------------------------------------------------------
+
+
+class _CountingE5(FakeEmbedder):
+    """The fake quality tier, counting query embeddings: a query must embed with it once."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=16, model_id="fake-e5@1")
+        self.queries = 0
+
+    def embed_query(self, text: str) -> np.ndarray:  # type: ignore[override]
+        self.queries += 1
+        return super().embed_query(text)
+
+
+@pytest.fixture(scope="module")
+def e5_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Settings]]:
+    root = tmp_path_factory.mktemp("search-e5")
+    vault = write_vault(root / "vault", NOTES)
+    settings = _settings(root / "store")
+    import_vault(vault, settings, embedder=FakeEmbedder(), quality=FakeEmbedder(dim=16, model_id="fake-e5@1"))
+    store = open_store(vault, settings)
+    yield store, settings
+    store.close()
+
+
+def test_rrf_fuse_adds_the_e5_list_with_its_weight() -> None:
+    dense = [_point("a", "en"), _point("b", "en")]
+    quality = [_point("b", "en"), _point("d", "en")]
+    lexical = [_point("b", "en")]
+    fused = {c.chunk_id: c for c in rrf_fuse(dense, lexical, "en", rrf_k=10, quality=quality, dense_weight=0.5,
+                                             quality_weight=2.0)}
+    assert fused["a"].score == pytest.approx(0.5 / 11)
+    assert fused["b"].score == pytest.approx(0.5 / 12 + 2 / 11 + 1 / 11)
+    assert fused["d"].score == pytest.approx(2 / 12)
+    assert (fused["a"].via, fused["b"].via, fused["d"].via) == ("dense", "dense+e5+lexical", "e5")
+
+
+def test_fuse_without_an_e5_list_is_the_two_list_fusion() -> None:
+    dense = [_point("a", "en"), _point("b", "de")]
+    lexical = [_point("b", "de"), _point("c", "en")]
+    plain = CandidateLists(dense, lexical, {"en": 0.7, "de": 0.3})
+    before = [(c.chunk_id, c.score, c.via) for c in fuse("q", plain, SearchTuning(e5_weight=0.0))]
+    tuned = SearchTuning(e5_weight=2.0, use_weight_with_e5=0.5)  # weights that must not matter without the list
+    assert [(c.chunk_id, c.score, c.via) for c in fuse("q", plain, tuned)] == before
+    with_e5 = dataclasses.replace(plain, quality=[_point("c", "en")])
+    assert [(c.chunk_id, c.score, c.via) for c in fuse("q", with_e5, SearchTuning(e5_weight=0.0))] == before
+    assert {c.chunk_id: c.via for c in fuse("q", with_e5, tuned)}["c"] == "e5+lexical"
+
+
+def test_hybrid_fuses_the_e5_list_when_the_store_has_it(e5_store: tuple[Store, Settings]) -> None:
+    store, settings = e5_store
+    e5 = _CountingE5()
+    searcher = Searcher(store, FakeEmbedder(), settings, quality=e5)
+    assert searcher.quality_embedder() is e5
+    lists = searcher.candidate_lists("tomatoes sun stake plant", 50)
+    assert lists.quality and {p.id for p in lists.quality} <= {p.id for p in store.scroll("chunks")}
+    e5.queries = 0
+    hits = searcher.search("tomatoes sun stake plant", k=5)
+    assert e5.queries == 1  # one e5 query embedding per search
+    assert any("e5" in h.via for h in hits)
+    assert hits[0].note_id == "garden"
+    expected = fuse("tomatoes sun stake plant", lists, searcher.tuning)[:5]
+    assert [(h.chunk_id, h.score) for h in hits] == [(c.chunk_id, pytest.approx(c.score)) for c in expected]
+    # dense and lexical modes, and a zero e5 weight, leave the tier alone
+    e5.queries = 0
+    searcher.search("tomatoes", mode="dense")
+    searcher.search("tomatoes", mode="lexical")
+    off = Searcher(store, FakeEmbedder(), settings, quality=e5, tuning=SearchTuning(e5_weight=0.0))
+    assert all("e5" not in h.via for h in off.search("tomatoes sun stake plant", k=5))
+    assert e5.queries == 0
+
+
+def test_chunks_without_e5_are_only_missing_from_the_e5_list(tmp_path: Path) -> None:
+    vault = write_vault(tmp_path / "vault", NOTES)
+    settings = _settings(tmp_path / "store")
+    import_vault(vault, settings, embedder=FakeEmbedder(), quality=FakeEmbedder(dim=16, model_id="fake-e5@1"))
+    with open_store(vault, settings) as store:
+        tea = [p for p in store.scroll("chunks", with_vectors=True) if p.payload.get("note_id") == "tea"]
+        store.upsert("chunks", [PointRecord(p.id, p.payload, {DENSE: p.vectors[DENSE]}, p.sparse) for p in tea])
+        searcher = Searcher(store, FakeEmbedder(), settings, quality=FakeEmbedder(dim=16, model_id="fake-e5@1"))
+        lists = searcher.candidate_lists("Grüner Tee Wasser", 50)
+        assert lists.quality and not {p.id for p in tea} & {p.id for p in lists.quality}
+        hits = searcher.search("Grüner Tee Wasser", k=3)
+        assert hits[0].note_id == "tea" and "e5" not in hits[0].via
+
+
+def test_search_works_without_the_quality_tier(searcher: Searcher, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_model(name: str, threads: int = 0) -> Embedder:
+        raise AssertionError("a store without e5 vectors must not load the e5 model")
+
+    monkeypatch.setattr("mindnet.search.make_embedder", no_model)
+    auto = Searcher(searcher.store, searcher.embedder, searcher.settings)
+    e5 = _CountingE5()
+    given = Searcher(searcher.store, searcher.embedder, searcher.settings, quality=e5)
+    for s in (auto, given):
+        assert s.quality_embedder() is None
+        hits = s.search("tomatoes sun stake plant", k=5)
+        assert hits[0].note_id == "garden"
+        assert [(h.chunk_id, h.score, h.via) for h in hits] == [
+            (h.chunk_id, h.score, h.via) for h in searcher.search("tomatoes sun stake plant", k=5)]
+    assert e5.queries == 0
+
+
+def test_e5_model_is_loaded_once_and_must_match_the_store(e5_store: tuple[Store, Settings],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    store, settings = e5_store
+    made: list[str] = []
+
+    def fake_make(name: str, threads: int = 0) -> Embedder:
+        made.append(name)
+        return FakeEmbedder(dim=16, model_id="fake-e5@1")
+
+    monkeypatch.setattr("mindnet.search.make_embedder", fake_make)
+    searcher = Searcher(store, FakeEmbedder(), settings)
+    for _ in range(3):
+        assert any("e5" in h.via for h in searcher.search("compost heap", k=5))
+    assert made == ["e5"]
+    other = Searcher(store, FakeEmbedder(), settings, quality=FakeEmbedder(dim=16, model_id="other-e5@2"))
+    assert other.quality_embedder() is None
+    assert all("e5" not in h.via for h in other.search("compost heap", k=5))

@@ -46,7 +46,7 @@ from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache
 from .errors import MindnetError
-from .search import Hit, Mode, Searcher, SearchTuning
+from .search import DENSE_VECTOR, QUALITY_VECTOR, Hit, Mode, Searcher, SearchTuning
 from .store import PointRecord, Store, StoreSchema, VectorSpec, lexical_document
 from .store import open_store as open_store_at
 from .sync import DENSE, import_vault, open_embedder, open_store, store_dir
@@ -347,6 +347,9 @@ class RunConfig:
     """Name in the table; defaults to `mode` (+ `+expand`, `fixed-300 `)."""
     chunker: Literal["structure", "fixed"] = "structure"
     """`structure`: the real import. `fixed`: the fixed-window baseline store (`fixed_windows`)."""
+    dense_vector: str = DENSE_VECTOR
+    """The vector `dense` mode searches: `use`, or `e5` (the quality tier, searched with its own
+    model) to measure the tier alone."""
 
     @property
     def name(self) -> str:
@@ -411,8 +414,16 @@ def evaluate(searcher: Searcher, queries: Sequence[EvalQuery], run: RunConfig, *
         key: maps a hit to the judgement key; `hit.note_id` by default.
     """
     key = key or (lambda h: h.note_id)
-    searcher = Searcher(searcher.store, searcher.embedder, searcher.settings, tuning=run.tuning or searcher.tuning,
-                        dense_vector=searcher.dense_vector)
+    # The given searcher's e5 model (loaded at most once for all runs), or None without the tier.
+    quality = searcher.quality_embedder()
+    embedder, vector = searcher.embedder, searcher.dense_vector
+    if run.dense_vector != DENSE_VECTOR:
+        if run.dense_vector != QUALITY_VECTOR or quality is None:
+            raise MindnetError(f"run {run.name!r} searches {run.dense_vector!r}, which this store does not hold "
+                               "with a loadable model (fill the quality tier: `mindnet embed`)")
+        embedder, vector = quality, run.dense_vector
+    searcher = Searcher(searcher.store, embedder, searcher.settings, tuning=run.tuning or searcher.tuning,
+                        dense_vector=vector, quality=quality)
     if queries:  # warm-up: model load and first-query caches are not what a user waits for per query
         searcher.search(queries[0].query, k=k, mode=run.mode, expand=run.expand, by_note=True)
     results: list[QueryResult] = []
@@ -433,8 +444,9 @@ def evaluate(searcher: Searcher, queries: Sequence[EvalQuery], run: RunConfig, *
 def _eval_settings(settings: Settings) -> Settings:
     """The settings an evaluation imports with: without the quality tier.
 
-    Every mode searches the default tier's vector (`use`); filling the quality tier would only
-    cost minutes per corpus and change no figure.
+    Filling the tier costs minutes per corpus, so an evaluation does not start it; a store that
+    already holds `e5` vectors (`mindnet embed`, or an import with the tier) keeps them, and
+    hybrid then fuses them as a user's search would.
     """
     return replace(settings, quality_tier=False)
 

