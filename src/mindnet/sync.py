@@ -357,13 +357,9 @@ def _embed_quality(store: Store, embedder: Embedder, settings: Settings, progres
 
 def _payload_input(payload: dict[str, Any], settings: Settings) -> str:
     """The quality tier's input, rebuilt from a stored chunk: title and section before the text."""
-    if not settings.embed_title_prefix:
-        return str(payload["text"])
-    head = payload.get("note_title") or ""
-    section = payload.get("section_title") or ""
-    if section and section != head:
-        head = f"{head} — {section}"
-    return f"{head}\n\n{payload['text']}"
+    return _with_heading(
+        str(payload["text"]), payload.get("note_title") or "", payload.get("section_title") or "", settings
+    )
 
 
 def _silent(stage: str, done: int, total: int) -> None:
@@ -545,11 +541,16 @@ def embedding_input(chunk: Chunk, settings: Settings, transcluded: Transcluded =
     Embedded text (`![[note]]`) follows the chunk's own text, so the host is found by it too.
     """
     body = "\n\n".join([chunk.text, *(text for _, text in transcluded)])
+    return _with_heading(body, chunk.note_title, chunk.section_title, settings)
+
+
+def _with_heading(body: str, note_title: str, section_title: str, settings: Settings) -> str:
+    """`title — section` before the text when `embed_title_prefix` is on (R19), the same for both tiers."""
     if not settings.embed_title_prefix:
         return body
-    head = chunk.note_title
-    if chunk.section_title and chunk.section_title != chunk.note_title:
-        head = f"{head} — {chunk.section_title}"
+    head = note_title
+    if section_title and section_title != note_title:
+        head = f"{head} — {section_title}"
     return f"{head}\n\n{body}"
 
 
