@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from mindnet.chunking.base import Chunk
 from mindnet.embedding import Embedder, Vectors
 from mindnet.vault import Note
 
@@ -85,4 +86,37 @@ def make_note(
         frontmatter=frontmatter or {},
         references=(),
         content_hash=f"{path}|{body}|{title}|{aliases}|{note_id}|{frontmatter}",
+    )
+
+
+def make_chunk(
+    note: Note, index: int, start: int, end: int, content_start: int | None = None, section_path: str = "/"
+) -> Chunk:
+    """A chunk record built by hand over `note.fulltext[start:end]`, for link and graph tests."""
+    return Chunk(
+        chunk_id=f"{note.note_id}#c{index:02d}",
+        note_id=note.note_id,
+        note_title=note.title,
+        path=note.path,
+        type=note.type,
+        area=None,
+        project=None,
+        tags=(),
+        chunk_index=index,
+        char_start=start,
+        char_end=end,
+        content_start=start if content_start is None else content_start,
+        line_start=1,
+        line_end=1,
+        token_count=1,
+        section_title=section_path.rsplit("/", 1)[-1],
+        section_path=section_path,
+        lang="en",
+        text=note.fulltext[start:end],
+        created_at=note.created,
+        oversize=False,
+        has_code=False,
+        summary=None,
+        stable_key="k",
+        text_hash="h",
     )

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fakes import make_note
+from fakes import make_chunk, make_note
 from mindnet import store
 from mindnet.chunking.base import Chunk
 from mindnet.config import Settings
@@ -43,36 +43,7 @@ def chunks_of(note: Note) -> list[Chunk]:
         if body[pos:end].strip():
             if body[pos:end].startswith("## "):
                 section = "/" + body[pos + 3 : end].split("\n", 1)[0]
-            i = len(chunks) + 1
-            chunks.append(
-                Chunk(
-                    chunk_id=f"{note.note_id}#c{i:02d}",
-                    note_id=note.note_id,
-                    note_title=note.title,
-                    path=note.path,
-                    type=note.type,
-                    area=None,
-                    project=None,
-                    tags=(),
-                    chunk_index=i,
-                    char_start=pos,
-                    char_end=end,
-                    content_start=pos,
-                    line_start=1,
-                    line_end=1,
-                    token_count=1,
-                    section_title=section.rsplit("/", 1)[-1],
-                    section_path=section,
-                    lang="en",
-                    text=body[pos:end],
-                    created_at=note.created,
-                    oversize=False,
-                    has_code=False,
-                    summary=None,
-                    stable_key="k",
-                    text_hash="h",
-                )
-            )
+            chunks.append(make_chunk(note, len(chunks) + 1, pos, end, section_path=section))
         pos = end + 2
     return chunks
 

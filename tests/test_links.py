@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fakes import make_note
-from mindnet.chunking.base import Chunk, LinkRef
+from fakes import make_chunk, make_note
+from mindnet.chunking.base import LinkRef
 from mindnet.links import (
     Link,
     Resolution,
@@ -25,7 +25,7 @@ from mindnet.links import (
     mask_code,
     transclusions,
 )
-from mindnet.vault import Note, read_vault
+from mindnet.vault import read_vault
 
 ROOT = Path(__file__).resolve().parent.parent
 FOAM = ROOT.parent / "shared" / "corpora" / "foam-docs" / "vault"
@@ -275,36 +275,6 @@ def test_link_key_is_shared_by_text_and_note() -> None:
 
 
 # -- chunks -------------------------------------------------------------------------------------
-
-
-def make_chunk(note: Note, index: int, start: int, end: int, content_start: int | None = None) -> Chunk:
-    return Chunk(
-        chunk_id=f"{note.note_id}#c{index:02d}",
-        note_id=note.note_id,
-        note_title=note.title,
-        path=note.path,
-        type=note.type,
-        area=None,
-        project=None,
-        tags=(),
-        chunk_index=index,
-        char_start=start,
-        char_end=end,
-        content_start=start if content_start is None else content_start,
-        line_start=1,
-        line_end=1,
-        token_count=1,
-        section_title="",
-        section_path="/",
-        lang="en",
-        text=note.fulltext[start:end],
-        created_at=note.created,
-        oversize=False,
-        has_code=False,
-        summary=None,
-        stable_key="k",
-        text_hash="h",
-    )
 
 
 def test_attach_links_fills_the_chunk_payload(resolver: Resolver) -> None:
