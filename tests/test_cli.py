@@ -12,6 +12,7 @@ import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -231,3 +232,25 @@ def test_index_keeps_store_and_model_warm_between_imports(vault: Path) -> None:
         assert [h.note_id for h in index.search("rank fusion edited", k=1)] == ["b"]
         with pytest.raises(StoreError):
             import_vault(vault, index.settings)
+
+
+def test_embed_fills_the_quality_tier_even_when_imports_leave_it_off(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    """`mindnet embed` asks for the tier by name; `quality_tier = false` only governs imports."""
+    from fakes import FakeEmbedder
+    from mindnet import sync
+
+    monkeypatch.setattr(sync, "quality_tier_available", lambda: True)
+    real = sync.make_embedder
+
+    def make(name: str, threads: int = 0) -> Any:
+        return FakeEmbedder(dim=16, model_id="fake-e5@1") if name == "e5" else real(name, threads)
+
+    monkeypatch.setattr(sync, "make_embedder", make)
+    assert invoke(monkeypatch, capsys, cli.main, "import", str(vault))[0] == 0
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "embed", "--vault", str(vault), "--json")
+    assert code == 0
+    assert json.loads(out) == {"chunks_embedded_e5": 2}
+    code, out, _ = invoke(monkeypatch, capsys, cli.main, "status", "--vault", str(vault), "--json")
+    assert json.loads(out)["quality_tier"] == "fake-e5@1: 2 of 2 chunks"

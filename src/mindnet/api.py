@@ -302,7 +302,7 @@ class Index:
         if QUALITY not in vectors:
             if not quality_tier_available():
                 return "absent (install mindnet[e5], Linux x86_64)"
-            return "disabled" if not self.settings.quality_tier else "not started (run mindnet embed)"
+            return "not filled (run `mindnet embed` or `mindnet import --quality-tier`)"
         done = sum(QUALITY in p.vectors for p in store.scroll("chunks", with_vectors=True))
         return f"{vectors[QUALITY]['model']}: {done} of {store.count('chunks')} chunks"
 

@@ -305,7 +305,8 @@ def embed_quality_tier(
     with import_lock(folder):
         own_store = store is None
         store = store or open_store(vault, settings)
-        tier = embedder or open_quality_embedder(folder, settings)
+        # Asking for the tier by name turns it on, whatever `quality_tier` says for imports.
+        tier = embedder or open_quality_embedder(folder, dataclasses.replace(settings, quality_tier=True))
         if tier is None:
             raise MindnetError("the e5 quality tier is not available: pip install 'mindnet[e5]' (Linux x86_64)")
         try:
