@@ -140,6 +140,48 @@ def test_forward_reference_resolves_when_the_note_appears(vault: Path) -> None:
         store.close()
 
 
+def test_forward_reference_resolves_through_an_alias_of_a_new_note(vault: Path) -> None:
+    """The new note's id differs from the link text: only the edges' `link_keys` lead to the linker."""
+    run(vault)
+    note = "---\nid: neu-id\naliases: [Zettelkasten Methode]\n---\n# Kartei\n\nLuhmann.\n"
+    (vault / "kartei.md").write_text(note, encoding="utf-8")
+    summary, _ = run(vault)
+    assert (summary.notes_new, summary.notes_relinked) == (1, 1)
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        assert not list(store.scroll("edges", Filter.all(Equals("target_id", "zettelkasten-methode"))))
+        backlinks = store.scroll("edges", Filter.all(Equals("kind", "backlink"), Equals("source_id", "neu-id")))
+        assert [p.payload["target_id"] for p in backlinks] == ["20250901-2000-source-ahrens-smart-notes"]
+    finally:
+        store.close()
+
+
+def test_edges_written_before_link_keys_are_upgraded_once(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindnet import graph, sync
+
+    with monkeypatch.context() as old_version:  # a store written by the previous edge layout
+        old_version.setattr(graph, "raw_link_keys", lambda raw: ())
+        old_version.setattr(sync, "EDGE_LAYOUT", 1)
+        run(vault)
+    assert not any(snapshot_payloads(vault, "link_keys"))
+    upgraded, model = run(vault)
+    assert upgraded.notes_changed == 17 and model.calls == 0  # re-chunked, nothing re-embedded
+    linked = snapshot_payloads(vault, "link_keys", only_with="raw_links")
+    assert linked and all(linked)
+    assert run(vault)[0].notes_unchanged == 17
+
+
+def snapshot_payloads(vault: Path, field: str, only_with: str | None = None) -> list[Any]:
+    """`field` of every edge (that has a non-empty `only_with`)."""
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        return [p.payload.get(field) for p in store.scroll("edges") if only_with is None or p.payload.get(only_with)]
+    finally:
+        store.close()
+
+
 def test_second_concurrent_import_fails_fast_with_the_holder(vault: Path) -> None:
     run(vault)
     before = snapshot(vault)

@@ -28,7 +28,7 @@ import itertools
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeAlias
 from urllib.parse import unquote
 
 from .links import Resolver, extract_links, frontmatter_links, link_key, note_keys
@@ -43,6 +43,10 @@ Scope: TypeAlias = Literal["chunk", "note"]
 EDGE_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://mindnet.invalid/point-id")
 """Namespace of the UUIDv5 edge ids: the store's `ID_NAMESPACE` (pure stages may not import `store`),
 so `edge.edge_id == store.point_id(edge.edge_key)`. NOTE: changing it orphans every stored edge."""
+
+EDGE_LAYOUT = 2
+"""Version of the edge payload (2: `link_keys`). The importer folds it into every note's
+`chunking_hash`, so a store written before a change rebuilds each note's edges once."""
 
 STRUCTURAL_KINDS = frozenset({"belongs_to", "prev", "next", "has_section"})
 BODY_LINK_KINDS = frozenset({"references", "embeds"})
@@ -71,6 +75,9 @@ class Edge:
     """Heading or `^block` of the first link that made the edge."""
     raw_links: tuple[str, ...] = ()
     """The links as written (`[[X|y]]`, `[t](a.md)`), frontmatter ones as `[[X]]`; empty for derived edges."""
+    link_keys: tuple[str, ...] = ()
+    """`link_key`s of the targets named in `raw_links` (`raw_link_keys`), indexed in the store so an
+    import finds the links a new or renamed note may now answer without reading every edge."""
 
     def payload(self) -> dict[str, Any]:
         """The Qdrant payload: every field but the point id."""
@@ -84,6 +91,7 @@ class Edge:
             "status": self.status,
             "anchor": self.anchor,
             "raw_links": list(self.raw_links),
+            "link_keys": list(self.link_keys),
         }
 
 
@@ -99,7 +107,23 @@ def make_edge(
 ) -> Edge:
     """An edge with its stable id derived from kind, source and target (R16)."""
     key = f"{kind}:{source_id}->{target_id}"
-    return Edge(edge_uuid(key), key, kind, scope, source_id, target_id, note_id, status, anchor, raw_links)
+    return Edge(
+        edge_uuid(key), key, kind, scope, source_id, target_id, note_id, status, anchor, raw_links,
+        raw_link_keys(raw_links),
+    )
+
+
+def raw_link_keys(raw_links: Iterable[str]) -> tuple[str, ...]:
+    """The `link_key`s a note must have to answer these links, sorted.
+
+    Markdown destinations are URL-encoded (`My%20Note.md`), so both spellings count.
+    """
+    keys: set[str] = set()
+    for raw in raw_links:
+        for link in extract_links(raw)[:1]:
+            keys.add(link_key(link.target))
+            keys.add(link_key(unquote(link.target)))
+    return tuple(sorted(keys))
 
 
 _NAMESPACE_BYTES = EDGE_NAMESPACE.bytes
@@ -140,6 +164,9 @@ def edge_from_payload(string_id: str, payload: Mapping[str, Any]) -> Edge:
         payload["status"],
         payload.get("anchor"),
         tuple(payload.get("raw_links") or ()),
+        # Read, not recomputed: an edge stored before the field existed must compare unequal to
+        # its rebuilt twin, so the import that rebuilds it writes the field.
+        tuple(payload.get("link_keys") or ()),
     )
 
 
@@ -287,7 +314,8 @@ def notes_to_relink(
     changed note is returned too: its transcluded text changed.
 
     Args:
-        stored: the stored edges (at least every edge with `raw_links`).
+        stored: the stored edges: at least every edge with `raw_links` whose target is a changed or
+            deleted note or whose `link_keys` meet the changed notes' keys (`EdgeSource.suspects`).
         resolver: built from every note of the vault after the change.
         changed: added and modified notes, new versions (renamed ones under their new path).
         deleted_ids: ids of notes that no longer exist (including the old id of a renamed note).
@@ -306,19 +334,17 @@ def notes_to_relink(
         if transclude and e.kind == "embeds" and e.target_id in changed_ids:
             result.add(e.note_id)
             continue
-        links = [link for raw in e.raw_links for link in extract_links(raw)[:1]]
         suspect = (
             e.target_id in changed_ids
             or e.target_id in gone
-            # Markdown destinations are URL-encoded (`My%20Note.md`); try the text both ways.
-            or any(link_key(x.target) in keys or link_key(unquote(x.target)) in keys for x in links)
+            or not keys.isdisjoint(e.link_keys or raw_link_keys(e.raw_links))
         )
         if not suspect:
             continue
         source_path = resolver.path_of(e.note_id)
         if source_path is None:
             continue  # the source itself is gone; its edges go with it
-        for link in links:
+        for link in (link for raw in e.raw_links for link in extract_links(raw)[:1]):
             res = resolver.resolve_link(link, source_path)
             if (res.status, res.target_id) != (e.status, e.target_id):
                 result.add(e.note_id)
@@ -337,8 +363,36 @@ class EdgeDelta(NamedTuple):
     """Notes whose `neighbors` payload (R18) must be recomputed."""
 
 
+class EdgeSource(Protocol):
+    """The stored edges an incremental import asks for; the store answers with filtered scrolls.
+
+    Both methods may return more than asked (a superset is always correct), never less.
+    """
+
+    def suspects(self, target_ids: set[str], keys: set[str]) -> Iterable[Edge]:
+        """Link edges whose `target_id` is in `target_ids` or whose `link_keys` meet `keys`."""
+        ...
+
+    def of_notes(self, note_ids: set[str]) -> Iterable[Edge]:
+        """Every edge whose `note_id` is in `note_ids`."""
+        ...
+
+
+class EdgeList:
+    """An `EdgeSource` over edges in memory (tests, and stores too old to filter by `link_keys`)."""
+
+    def __init__(self, edges: Iterable[Edge]) -> None:
+        self.edges = list(edges)
+
+    def suspects(self, target_ids: set[str], keys: set[str]) -> list[Edge]:
+        return [e for e in self.edges if e.raw_links]
+
+    def of_notes(self, note_ids: set[str]) -> list[Edge]:
+        return [e for e in self.edges if e.note_id in note_ids]
+
+
 def incremental_edges(
-    stored: Sequence[Edge],
+    stored: Sequence[Edge] | EdgeSource,
     notes_by_id: Mapping[str, Note],
     changed: Iterable[Note],
     deleted_ids: Iterable[str],
@@ -348,8 +402,12 @@ def incremental_edges(
 ) -> EdgeDelta:
     """Exactly the edges to add and delete after some notes changed (issue item 4, R15, R21).
 
+    Only the edges that can change are read: link edges aimed at a changed or deleted note or
+    naming one of its keys (the candidates for re-resolution), then every edge of the notes to
+    rebuild. On a 3,000-note vault with 72k edges a one-note edit reads a few dozen.
+
     Args:
-        stored: every stored edge.
+        stored: the stored edges, as a list or as a source that filters them.
         notes_by_id: every note of the vault after the change.
         changed: added and modified notes.
         deleted_ids: ids of notes that no longer exist.
@@ -357,13 +415,17 @@ def incremental_edges(
         chunks_of: the chunks of a note (deterministic, so unchanged notes re-chunk identically).
         settings: graph settings.
     """
+    source = EdgeList(stored) if isinstance(stored, Sequence) else stored
     changed = list(changed)
     gone = set(deleted_ids)
-    relink = notes_to_relink(stored, resolver, changed, gone, transclude=settings.transclude_embeds)
-    rebuild = {n.note_id for n in changed} | relink
+    changed_ids = {n.note_id for n in changed}
+    keys = set().union(*(note_keys(n) for n in changed)) if changed else set()
+    suspects = source.suspects(changed_ids | gone, keys)
+    relink = notes_to_relink(suspects, resolver, changed, gone, transclude=settings.transclude_embeds)
+    rebuild = changed_ids | relink
     notes = [notes_by_id[nid] for nid in sorted(rebuild) if nid in notes_by_id]
     new = build_edges(notes, {n.note_id: chunks_of(n) for n in notes}, resolver, settings)
-    old = [e for e in stored if e.note_id in rebuild or e.note_id in gone]
+    old = list(source.of_notes(rebuild | gone))
     to_add, to_delete = diff_edges(old, new)
     touched = rebuild | {e.source_id for e in (*to_add, *to_delete) if e.kind == "backlink"}
     return EdgeDelta(to_add, to_delete, relink, touched - gone)

@@ -67,7 +67,7 @@ KEYWORD_INDEXES: Mapping[str, tuple[str, ...]] = {
     # R17 lists note_id, type, tags, lang, path for chunks; area and project are the other R22 filters.
     "chunks": ("note_id", "type", "tags", "lang", "path", "area", "project"),
     "notes": ("note_id", "type", "status", "tags", "aliases", "lang", "path", "area", "project"),
-    "edges": ("note_id", "kind", "scope", "source_id", "target_id", "status"),
+    "edges": ("note_id", "kind", "scope", "source_id", "target_id", "status", "link_keys"),
 }
 PREFIX_INDEXED = frozenset({"path"})
 """Keyword fields indexed for prefix matching (R22 "path prefix")."""

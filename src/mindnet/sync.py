@@ -36,7 +36,7 @@ from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NoteError, StoreError
-from .graph import Edge, edge_from_payload, incremental_edges, note_neighbors
+from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Resolver, transclusions
 from .store import (
     AnyOf,
@@ -117,7 +117,7 @@ def open_embedder(folder: Path, settings: Settings) -> CachedEmbedder:
 
 
 def chunking_hash(settings: Settings) -> str:
-    """Hash of every setting that changes chunk boundaries; a change re-chunks every note."""
+    """Hash of every setting that changes chunk boundaries (and of the edge layout); a change re-chunks every note."""
     parts = {
         "strategy": settings.strategy,
         "by_type": dict(settings.strategy_by_type),
@@ -126,6 +126,7 @@ def chunking_hash(settings: Settings) -> str:
         "recursive": dataclasses.astuple(settings.recursive),
         "recursive_by_type": {k: dataclasses.astuple(v) for k, v in sorted(settings.recursive_by_type.items())},
         "prefix": settings.embed_title_prefix,
+        "edges": EDGE_LAYOUT,
     }
     return content_hash(json.dumps(parts, sort_keys=True, default=str))
 
@@ -421,8 +422,7 @@ def _run(
             chunk_cache[note.note_id] = chunk_note(note, settings, resolver, tokenizer)
         return chunk_cache[note.note_id]
 
-    stored_edges = [edge_from_payload(p.id, p.payload) for p in store.scroll("edges")]
-    delta = incremental_edges(stored_edges, notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings)
+    delta = incremental_edges(StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings)
     summary.notes_relinked = len(delta.relinked)
     rewrite = sorted({n.note_id for n in (*new, *changed)} | delta.relinked)
     summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
@@ -455,6 +455,41 @@ def _run(
     journal.clear()
     summary.edges = store.count("edges")
     return summary
+
+
+class StoredEdges:
+    """The `graph.EdgeSource` of an import: filtered scrolls, so an edit reads a few edges, not all."""
+
+    MAX_VALUES = 2000
+    """Above this many ids or keys one full scroll is cheaper than a huge `AnyOf` filter."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._all: EdgeList | None = None
+
+    def suspects(self, target_ids: set[str], keys: set[str]) -> list[Edge]:
+        if not (target_ids or keys):
+            return []
+        if len(target_ids) + len(keys) > self.MAX_VALUES:
+            return self._everything().suspects(target_ids, keys)
+        conditions = [AnyOf(name, tuple(sorted(values)))
+                      for name, values in (("target_id", target_ids), ("link_keys", keys)) if values]
+        return self._scroll(Filter(should=tuple(conditions)))
+
+    def of_notes(self, note_ids: set[str]) -> list[Edge]:
+        if not note_ids:
+            return []
+        if len(note_ids) > self.MAX_VALUES:
+            return self._everything().of_notes(note_ids)
+        return self._scroll(Filter.all(AnyOf("note_id", tuple(sorted(note_ids)))))
+
+    def _scroll(self, flt: Filter) -> list[Edge]:
+        return [edge_from_payload(p.id, p.payload) for p in self.store.scroll("edges", flt)]
+
+    def _everything(self) -> EdgeList:
+        if self._all is None:
+            self._all = EdgeList(edge_from_payload(p.id, p.payload) for p in self.store.scroll("edges"))
+        return self._all
 
 
 def _write_chunks(
