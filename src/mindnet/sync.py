@@ -38,6 +38,7 @@ from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NoteError, StoreError
 from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Resolver, transclusions
+from .note_cache import NoteCache
 from .store import (
     AnyOf,
     Equals,
@@ -61,6 +62,8 @@ QUALITY = "e5"
 QUALITY_BATCH = 32
 """Chunks per committed quality-tier batch: what a kill can lose at most."""
 _WRITE_BATCH = 256
+NOTES_CACHE = "notes.sqlite"
+"""Parsed notes of unchanged files in the store folder (`note_cache`): an edit reads one file."""
 
 
 @dataclass(slots=True)
@@ -229,6 +232,7 @@ def import_vault(
     embedder: Embedder | None = None,
     quality: Embedder | str | None = "auto",
     progress: Progress | None = None,
+    notes_cache: NoteCache | None = None,
 ) -> ImportSummary:
     """Bring the store in line with the vault, doing only the work that changed (R21).
 
@@ -243,6 +247,8 @@ def import_vault(
         store, embedder: injected for tests and the API; opened from settings when None.
         quality: the quality-tier embedder; "auto" opens `e5` when installed and enabled, None skips it.
         progress: stage callback for progress bars.
+        notes_cache: parsed notes of unchanged files (`Index` keeps one open); opened from the
+            store folder for this call when None.
 
     Raises:
         StoreError: the store is locked by another import, or was built with another model.
@@ -259,7 +265,15 @@ def import_vault(
         own_quality = quality == "auto"
         tier = open_quality_embedder(folder, settings) if quality == "auto" else quality
         try:
-            summary = _run(Path(vault), settings, store, embedder, folder, full, dry_run, progress or _silent)
+            own_cache = notes_cache is None
+            notes_cache = notes_cache or NoteCache(folder / NOTES_CACHE, settings)
+            try:
+                summary = _run(
+                    Path(vault), settings, store, embedder, folder, full, dry_run, progress or _silent, notes_cache
+                )
+            finally:
+                if own_cache:
+                    notes_cache.close()
             if tier is not None and not dry_run and not QualityMark(folder).holds(tier.model_id):
                 summary.chunks_embedded_e5 = _embed_quality(store, tier, settings, progress or _silent)
                 QualityMark(folder).set(tier.model_id)
@@ -377,6 +391,7 @@ def _run(
     full: bool,
     dry_run: bool,
     progress: Progress,
+    notes_cache: NoteCache,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     schema = StoreSchema(vectors=(VectorSpec(DENSE, embedder.model_id, embedder.dim),))
@@ -389,7 +404,8 @@ def _run(
     config_hash = chunking_hash(settings)
     stored = {p.id: p.payload for p in store.scroll("notes", fields=("content_hash", "path", "chunking_hash", "lang"))}
     known_langs = {p["content_hash"]: p["lang"] for p in stored.values() if p.get("lang")}
-    result = read_vault(vault, settings, known_langs)
+    result = read_vault(vault, settings, known_langs, notes_cache)
+    notes_cache.save()
     summary.notes_failed = result.failed
     summary.problems = [p.one_line() for p in result.problems]
     notes_by_id = {n.note_id: n for n in result.notes}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pathspec
 
@@ -111,8 +111,19 @@ _FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\
 _BOM = "\ufeff"
 
 
+class ReadCache(Protocol):
+    """Parsed notes of unchanged files (`note_cache.NoteCache`): `get` by the file's stat, `put` after a read."""
+
+    def get(self, rel: str, st: os.stat_result) -> Note | None: ...
+
+    def put(self, rel: str, st: os.stat_result, note: Note) -> None: ...
+
+
 def read_vault(
-    root: str | Path, settings: Settings | None = None, known_langs: Mapping[str, str] | None = None
+    root: str | Path,
+    settings: Settings | None = None,
+    known_langs: Mapping[str, str] | None = None,
+    cache: ReadCache | None = None,
 ) -> VaultResult:
     """Read every note of a vault; bad files become problems, never exceptions (R1, R3).
 
@@ -123,6 +134,7 @@ def read_vault(
         settings: resolved settings (defaults when None).
         known_langs: detected language by `content_hash` from an earlier import; an unchanged file
             then skips detection, which keeps a no-op re-import from loading the language model.
+        cache: notes of files unchanged since an earlier read; only the other files are read.
     """
     settings = settings or Settings()
     root_path = Path(root)
@@ -132,13 +144,29 @@ def read_vault(
     read: list[Note] = []
     for rel in files:
         try:
-            read.append(read_note(root_path / rel, rel, settings, known_langs))
+            read.append(_read_cached(root_path / rel, rel, settings, known_langs, cache))
         except NoteError as exc:
             problems.append(NoteProblem(exc.path, exc.line, exc.reason))
     notes, duplicates = assign_ids(read)
     problems.extend(duplicates)
     problems.sort(key=lambda p: (p.path, p.line or 0))
     return VaultResult(str(root_path), tuple(notes), tuple(problems), tuple(attachments))
+
+
+def _read_cached(
+    path: Path, rel: str, settings: Settings, known_langs: Mapping[str, str] | None, cache: ReadCache | None
+) -> Note:
+    if cache is None:
+        return read_note(path, rel, settings, known_langs)
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
+    note = cache.get(rel, st)
+    if note is None:
+        note = read_note(path, rel, settings, known_langs)
+        cache.put(rel, st, note)
+    return note
 
 
 def assign_ids(read: list[Note]) -> tuple[list[Note], list[NoteProblem]]:
@@ -434,11 +462,67 @@ def _mtime_iso(path: Path) -> str:
 
 @lru_cache(maxsize=8)
 def language_identifier(languages: tuple[str, ...]) -> Any:
-    from py3langid.langid import MODEL_FILE, LanguageIdentifier
-
-    identifier = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    """py3langid restricted to `languages` (R6), loaded once per process."""
+    identifier = _langid_model()
     identifier.set_languages(list(languages))
     return identifier
+
+
+def _langid_model() -> Any:
+    """py3langid's model, from an uncompressed copy in the user cache when one can be kept there.
+
+    The packaged model is LZMA-compressed: unpacking it costs 0.3 s in every process that detects a
+    language, i.e. in every import that sees a new or edited note. The copy holds the same arrays.
+    """
+    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
+
+    packaged = MODEL_DIR / MODEL_FILE
+    copy = _unpacked_model(packaged)
+    if copy is not None:
+        import numpy as np
+
+        try:
+            with np.load(copy, allow_pickle=False) as data:
+                return LanguageIdentifier(
+                    data["ptc"],
+                    data["pc"],
+                    data["classes"].tolist(),
+                    _uint_array(data["nextmove"]),
+                    data["out_feat"].tolist(),
+                    norm_probs=True,
+                    tk_row=_uint_array(data["nextmove_row"]),
+                )
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged copy: the packaged model below is always right
+    return LanguageIdentifier.from_model_file(packaged, norm_probs=True)
+
+
+def _unpacked_model(packaged: Path) -> Path | None:
+    """`~/.cache/mindnet/langid-<size>-<mtime>.npz`, unpacked on first use; None if it cannot be written."""
+    import lzma
+    import shutil
+
+    try:
+        st = packaged.stat()
+        folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mindnet"
+        copy = folder / f"langid-{st.st_size}-{st.st_mtime_ns}.npz"
+        if not copy.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = copy.with_name(f"{copy.name}.{os.getpid()}.tmp")
+            with lzma.open(packaged) as src, tmp.open("wb") as dst:
+                shutil.copyfileobj(src, dst, length=1 << 20)
+            os.replace(tmp, copy)  # atomic: a concurrent process sees no copy or a whole one
+        return copy
+    except (OSError, RuntimeError, lzma.LZMAError):
+        return None
+
+
+def _uint_array(values: Any) -> Any:
+    """A numpy unsigned int array as the stdlib `array` py3langid's tokenizer walks."""
+    from array import array
+
+    code = {2: "H", 4: "I", 8: "L"}[values.dtype.itemsize]
+    return array(code, values.tobytes())
 
 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")

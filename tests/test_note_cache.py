@@ -1,0 +1,122 @@
+"""The parsed-notes cache: a warm read re-reads only changed files and returns exactly what a cold read does."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from mindnet import note_cache, vault
+from mindnet.config import Settings
+from mindnet.note_cache import NoteCache
+from mindnet.vault import read_vault
+
+SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
+
+
+@pytest.fixture
+def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the sample vault whose files count as old enough to cache (not racy)."""
+    monkeypatch.setattr(note_cache, "RACY_SECONDS", 0.0)
+    root = tmp_path / "vault"
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".mindnet"))
+    return root
+
+
+class Reads:
+    """Counts the files `read_vault` really opens."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.paths: list[str] = []
+        original = vault.read_note
+
+        def counting(path: Path, rel: str, *args: object, **kwargs: object) -> vault.Note:
+            self.paths.append(rel)
+            return original(path, rel, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(vault, "read_note", counting)
+
+
+def cached_read(root: Path, settings: Settings | None = None) -> vault.VaultResult:
+    cache = NoteCache(root / ".mindnet" / "notes.sqlite", settings or Settings())
+    try:
+        result = read_vault(root, settings, cache=cache)
+        cache.save()
+        return result
+    finally:
+        cache.close()
+
+
+def test_warm_read_opens_no_file_and_equals_a_cold_read(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = cached_read(notes)
+    reads = Reads(monkeypatch)
+    second = cached_read(notes)
+    assert reads.paths == []
+    assert second == first == read_vault(notes)
+    assert len(second.notes) == 17
+
+
+def test_an_edited_file_is_read_again_and_only_it(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cached_read(notes)
+    path = notes / "concepts/rrf.md"
+    st = path.stat()
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("RRF", "RRG", 1), encoding="utf-8")
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime: the size or ctime still tells
+    reads = Reads(monkeypatch)
+    result = cached_read(notes)
+    assert reads.paths == ["concepts/rrf.md"]
+    assert result == read_vault(notes)
+
+
+def test_recent_files_are_not_trusted_by_their_stat(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(note_cache, "RACY_SECONDS", 3600.0)  # every file counts as just written
+    cached_read(notes)
+    reads = Reads(monkeypatch)
+    cached_read(notes)
+    assert len(reads.paths) == 17
+
+
+def test_deleted_and_added_files(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cached_read(notes)
+    (notes / "concepts/rrf.md").unlink()
+    (notes / "neu.md").write_text("# Neu\n\nText.\n", encoding="utf-8")
+    reads = Reads(monkeypatch)
+    result = cached_read(notes)
+    assert reads.paths == ["neu.md"]
+    assert result == read_vault(notes)
+    (notes / "concepts/rrf.md").write_text("# Zurück\n", encoding="utf-8")
+    assert "concepts/rrf.md" in {n.path for n in cached_read(notes).notes}
+
+
+def test_a_file_that_turned_bad_is_reported(notes: Path) -> None:
+    cached_read(notes)
+    (notes / "concepts/rrf.md").write_bytes(b"---\ntitle: [unclosed\n---\nText\n")
+    result = cached_read(notes)
+    assert [p.path for p in result.problems if p.severity == "error"] == ["concepts/rrf.md"]
+
+
+def test_another_setting_or_a_corrupt_file_drops_the_cache(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cached_read(notes)
+    reads = Reads(monkeypatch)
+    cached_read(notes, Settings(strict=True))
+    assert len(reads.paths) == 17
+    (notes / ".mindnet" / "notes.sqlite").write_bytes(b"not a database")
+    cold = read_vault(notes)
+    reads.paths.clear()
+    assert cached_read(notes) == cold
+    assert len(reads.paths) == 17
+    reads.paths.clear()
+    assert cached_read(notes) == cold
+    assert reads.paths == []  # rebuilt
+
+
+def test_frontmatter_that_json_cannot_hold_is_read_every_time(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (notes / "odd.md").write_text("---\n1: one\nwhen: !!timestamp 2024-01-02\n---\nText\n", encoding="utf-8")
+    first = cached_read(notes)
+    reads = Reads(monkeypatch)
+    second = cached_read(notes)
+    assert reads.paths == ["odd.md"]
+    assert second == first
