@@ -246,3 +246,30 @@ def test_every_corpus_file_becomes_one_note(folder: str, count: int) -> None:
     assert len(result.notes) == count
     assert result.problems == ()
     assert len({n.note_id for n in result.notes}) == count
+
+
+def test_unpacked_language_model_matches_packaged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    from mindnet import vault
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fast = vault._langid_model()
+    assert list((tmp_path / "cache" / "mindnet").glob("langid-*.npz"))
+    packaged = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    for model in (fast, packaged):
+        model.set_languages(["de", "en", "fr"])
+    texts = ["Die Notizen werden importiert.", "Notes are imported every night.", "Les notes sont importées.",
+             "Teams Meeting Richtlinien", "Qdrant"]
+    assert [fast.classify(t) for t in texts] == [packaged.classify(t) for t in texts]
+
+
+def test_language_model_without_a_writable_cache_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindnet import vault
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    model = vault._langid_model()
+    model.set_languages(["de", "en"])
+    assert model.classify("Die Notizen werden importiert.")[0] == "de"
