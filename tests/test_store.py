@@ -342,3 +342,16 @@ def test_scroll_can_read_only_some_payload_fields(open_test_store: StoreFactory)
     (point,) = store.scroll("notes", fields=("content_hash",))
     assert point.id == "n1"
     assert point.payload == {"note_id": "n1", "content_hash": "h"}
+
+
+def test_facet_counts_every_value_of_an_indexed_keyword(open_test_store: StoreFactory) -> None:
+    """An import lists the stored notes' states from the index, without reading payloads."""
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    states = {"a": "a|x", "b": "b|y", "c": "a|x"}  # two notes share a value: counted twice
+    store.upsert("notes", [PointRecord(n, {"note_id": n, "sync_state": s}) for n, s in states.items()])
+    store.upsert("notes", [PointRecord(f"plain{i}", {"note_id": f"plain{i}"}) for i in range(20)])
+    assert store.facet("notes", "sync_state") == {"a|x": 2, "b|y": 1}
+    assert len(store.facet("notes", "note_id")) == 23  # more values than Qdrant's default limit of 10
+    with pytest.raises(ValueError, match="no keyword index"):
+        store.facet("notes", "fulltext")

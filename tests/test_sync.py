@@ -391,3 +391,40 @@ def test_quality_vectors_return_from_the_cache_after_an_edit(vault: Path) -> Non
     assert summary.chunks_embedded_e5 == summary.chunks_embedded == tier.inner.calls - calls == 1
     done, total = quality_vectors(vault)
     assert done == total
+
+
+def test_without_the_notes_cache_languages_come_from_the_store(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A copied vault (no notes cache, new inodes) re-reads its files but neither re-detects nor rewrites."""
+    from mindnet import vault as vault_module
+
+    run(vault)
+    (vault / ".mindnet" / "notes.sqlite").unlink()
+    detected: list[str] = []
+    original = vault_module.detect_language
+
+    def counting(text: str, langs: tuple[str, ...]) -> str:
+        detected.append(text)
+        return original(text, langs)
+
+    monkeypatch.setattr(vault_module, "detect_language", counting)
+    summary, _ = run(vault)
+    assert summary.notes_unchanged == 17
+    assert detected == []
+
+
+def test_swapped_contents_of_two_notes_are_both_changed(vault: Path) -> None:
+    """Paths and hashes are the same sets as before; only the pairing tells the store is stale."""
+    run(vault)
+    a, b = vault / "concepts" / "rrf.md", vault / "concepts" / "qdrant.md"
+    text_a, text_b = a.read_text(encoding="utf-8"), b.read_text(encoding="utf-8")
+    a.write_text(text_b, encoding="utf-8")
+    b.write_text(text_a, encoding="utf-8")
+    summary, _ = run(vault)
+    assert summary.notes_changed + summary.notes_new >= 2
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        paths = {p.payload["path"]: p.payload["fulltext"] for p in store.scroll("notes")}
+    finally:
+        store.close()
+    assert paths["concepts/rrf.md"] in text_b and paths["concepts/qdrant.md"] in text_a

@@ -66,7 +66,8 @@ vector per shard and notes/edges carry no dense vector."""
 KEYWORD_INDEXES: Mapping[str, tuple[str, ...]] = {
     # R17 lists note_id, type, tags, lang, path for chunks; area and project are the other R22 filters.
     "chunks": ("note_id", "type", "tags", "lang", "path", "area", "project"),
-    "notes": ("note_id", "type", "status", "tags", "aliases", "lang", "path", "area", "project"),
+    "notes": ("note_id", "type", "status", "tags", "aliases", "lang", "path", "area", "project", "sync_state",
+              "content_hash"),
     "edges": ("note_id", "kind", "scope", "source_id", "target_id", "status", "link_keys"),
 }
 PREFIX_INDEXED = frozenset({"path"})
@@ -453,6 +454,17 @@ class Store(ABC):
             if offset is None:
                 return
 
+    def facet(self, collection: CollectionName, key: str) -> dict[str, int]:
+        """Every value of the keyword-indexed `key` with its number of points.
+
+        Answered from the payload index alone, without reading payloads: an import learns which
+        notes are unchanged (`sync_state`) in a tenth of the time a scroll of every note takes.
+        """
+        self._check_collection(collection)
+        if key not in KEYWORD_INDEXES.get(collection, ()):
+            raise ValueError(f"{collection}.{key} has no keyword index to facet on")
+        return self._facet(collection, key, self._count(collection, None) + 1)
+
     def count(self, collection: CollectionName, flt: Filter | None = None) -> int:
         """Exact number of points matching `flt`."""
         self._check_collection(collection)
@@ -554,6 +566,8 @@ class Store(ABC):
                 with_vectors: bool, fields: list[str] | None = None) -> tuple[list[StoredPoint], Any]: ...
     @abstractmethod
     def _count(self, collection: str, flt: Filter | None) -> int: ...
+    @abstractmethod
+    def _facet(self, collection: str, key: str, limit: int) -> dict[str, int]: ...
     @abstractmethod
     def _search(self, collection: str, query: tuple[str, str, Any], limit: int, flt: Filter | None,
                 score_threshold: float | None) -> list[ScoredPoint]: ...
@@ -732,6 +746,10 @@ class EdgeStore(Store):
 
     def _count(self, collection: str, flt: Filter | None) -> int:
         return self._shard(collection).count(qe.CountRequest(exact=True, filter=_edge_filter(flt)))
+
+    def _facet(self, collection: str, key: str, limit: int) -> dict[str, int]:
+        hits = self._shard(collection).facet(qe.FacetRequest(key, limit=limit, exact=True)).hits
+        return {str(h.value): h.count for h in hits}
 
     def _search(self, collection: str, query: tuple[str, str, Any], limit: int, flt: Filter | None,
                 score_threshold: float | None) -> list[ScoredPoint]:
@@ -948,6 +966,10 @@ class ClientStore(Store):
 
     def _count(self, collection: str, flt: Filter | None) -> int:
         return self._client.count(self._name(collection), count_filter=_client_filter(flt), exact=True).count
+
+    def _facet(self, collection: str, key: str, limit: int) -> dict[str, int]:
+        hits = self._client.facet(self._name(collection), key, limit=limit, exact=True).hits
+        return {str(h.value): h.count for h in hits}
 
     def _search(self, collection: str, query: tuple[str, str, Any], limit: int, flt: Filter | None,
                 score_threshold: float | None) -> list[ScoredPoint]:

@@ -23,7 +23,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -402,26 +402,21 @@ def _run(
     journal = Journal(folder)
     dirty = journal.pending()
     config_hash = chunking_hash(settings)
-    stored = {p.id: p.payload for p in store.scroll("notes", fields=("content_hash", "path", "chunking_hash", "lang"))}
-    known_langs = {p["content_hash"]: p["lang"] for p in stored.values() if p.get("lang")}
-    result = read_vault(vault, settings, known_langs, notes_cache)
+    states = store.facet("notes", "sync_state")
+    result = read_vault(vault, settings, StoredLanguages(store), notes_cache)
     notes_cache.save()
     summary.notes_failed = result.failed
     summary.problems = [p.one_line() for p in result.problems]
     notes_by_id = {n.note_id: n for n in result.notes}
-    new, changed = [], []
-    for note in result.notes:
-        old = stored.get(note.note_id)
-        if old is None:
-            new.append(note)
-        elif (
-            note.note_id in dirty
-            or old.get("content_hash") != note.content_hash
-            or old.get("path") != note.path
-            or old.get("chunking_hash") != config_hash
-        ):
-            changed.append(note)
-    deleted = sorted((set(stored) | dirty) - set(notes_by_id))
+    unchanged = {
+        n.note_id: state for n in result.notes
+        if (state := sync_state(n, config_hash)) in states and n.note_id not in dirty
+    }
+    # Stored notes that are not unchanged: changed when the vault still has their id, else deleted.
+    others = _stored_ids_except(store, set(unchanged.values()))
+    new = [n for n in result.notes if n.note_id not in unchanged and n.note_id not in others]
+    changed = [n for n in result.notes if n.note_id not in unchanged and n.note_id in others]
+    deleted = sorted((others | dirty) - set(notes_by_id))
     summary.notes_new, summary.notes_changed, summary.notes_deleted = len(new), len(changed), len(deleted)
     summary.notes_unchanged = len(result.notes) - len(new) - len(changed)
     if not (new or changed or deleted):
@@ -506,6 +501,58 @@ class StoredEdges:
         if self._all is None:
             self._all = EdgeList(edge_from_payload(p.id, p.payload) for p in self.store.scroll("edges"))
         return self._all
+
+
+def sync_state(note: Note, config_hash: str) -> str:
+    """What decides whether a stored note is current: id, path, file hash, chunking settings.
+
+    Stored on the note point with a keyword index, so `Store.facet` lists every stored state
+    without reading a single payload.
+    """
+    return f"{note.note_id}\x1f{note.path}\x1f{note.content_hash}\x1f{config_hash}"
+
+
+def _stored_ids_except(store: Store, states: set[str]) -> set[str]:
+    """Ids of the stored notes whose `sync_state` is none of `states`."""
+    flt = Filter(must_not=(AnyOf("sync_state", tuple(sorted(states))),)) if states else None
+    return {p.id for p in store.scroll("notes", flt, fields=())}
+
+
+class StoredLanguages(Mapping[str, str]):
+    """Detected language by `content_hash` from the store, so a file read again skips detection.
+
+    A note whose text is unchanged but which the notes cache does not hold (a copied vault, a
+    recently touched file) keeps the language detected at its import, and a no-op import never
+    loads the language model. A few lookups query the store's index one hash at a time; after
+    `BULK` lookups every stored language is read at once.
+    """
+
+    BULK = 20
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.lookups = 0
+        self._all: dict[str, str] | None = None
+
+    def __getitem__(self, content_hash: str) -> str:
+        self.lookups += 1
+        if self._all is None and self.lookups > self.BULK:
+            self._all = {
+                p.payload["content_hash"]: p.payload["lang"]
+                for p in self.store.scroll("notes", fields=("content_hash", "lang")) if p.payload.get("lang")
+            }
+        if self._all is not None:
+            return self._all[content_hash]
+        for p in self.store.scroll("notes", Filter.all(Equals("content_hash", content_hash)), fields=("lang",)):
+            if p.payload.get("lang"):
+                return str(p.payload["lang"])
+        raise KeyError(content_hash)
+
+    def __iter__(self) -> Iterator[str]:
+        raise TypeError("StoredLanguages answers lookups only")
+
+    def __len__(self) -> int:
+        raise TypeError("StoredLanguages answers lookups only")
 
 
 def _write_chunks(
@@ -647,6 +694,7 @@ def _note_point(
         "references": neighbors["references"],
         "content_hash": note.content_hash,
         "chunking_hash": config_hash,
+        "sync_state": sync_state(note, config_hash),
         "chunk_count": chunk_count,
         "body_line": note.body_line,
     }

@@ -340,7 +340,8 @@ def parse_note(
     for f in missing:
         warnings.append(f"missing required field {f!r}; default used")
     digest = content_hash(text)
-    lang = _text(data.get("lang")) or (known_langs or {}).get(digest) or detect_language(body, settings.languages)
+    known = known_langs.get(digest) if known_langs is not None else None
+    lang = _text(data.get("lang")) or known or detect_language(body, settings.languages)
     return Note(
         note_id=note_id,
         title=title,
