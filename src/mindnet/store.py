@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib
 import json
 import os
 import shutil
@@ -38,13 +39,36 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import qdrant_edge as qe
-from qdrant_client import QdrantClient
-from qdrant_client import models as qm
 
 from .errors import StoreError
+
+
+class _LazyModule:
+    """A module imported on first attribute access.
+
+    qdrant-client takes 0.4-1.5 s to import and only the server adapter needs it; the embedded
+    store, i.e. every default CLI call, should not pay for it.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._module: ModuleType | None = None
+
+    def __getattr__(self, attr: str) -> Any:
+        if self._module is None:
+            self._module = importlib.import_module(self._name)
+        return getattr(self._module, attr)
+
+
+if TYPE_CHECKING:
+    from qdrant_client import models as qm
+else:
+    qm = _LazyModule("qdrant_client.models")
+
 
 SCHEMA_VERSION = 1
 """Bumped when the payload or vector layout changes in a way old stores cannot serve."""
@@ -860,9 +884,9 @@ class ClientStore(Store):
         self.replication_factor = replication_factor
         try:
             if url == ":memory:":
-                self._client = QdrantClient(location=":memory:")
+                self._client = _qdrant_client()(location=":memory:")
             else:
-                self._client = QdrantClient(url=url, api_key=api_key, timeout=timeout)
+                self._client = _qdrant_client()(url=url, api_key=api_key, timeout=timeout)
         except Exception as exc:
             raise StoreError(f"cannot connect to Qdrant at {url}: {exc}") from exc
 
@@ -1019,6 +1043,12 @@ def _client_condition(cond: Condition) -> Any:
             return qm.FieldCondition(key=cond.field, range=qm.DatetimeRange(**bounds))
         return qm.FieldCondition(key=cond.field, range=qm.Range(**bounds))
     raise TypeError(f"not a filter condition: {cond!r}")
+
+
+def _qdrant_client() -> type[Any]:
+    from qdrant_client import QdrantClient
+
+    return QdrantClient
 
 
 def _client_filter(flt: Filter | None) -> qm.Filter | None:
