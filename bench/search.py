@@ -11,13 +11,15 @@ Two commands, run from the repo root:
 set: foam-docs golden (English notes; keyword, conceptual, German-question and syntax
 categories), rustbook-de golden (German), XQuAD de, en and cross-lingual (German questions
 against the English paragraphs), each for BM25 alone, dense, hybrid (language-aware RRF in
-Python, the default), hybrid with plain engine RRF, hybrid with other cross-language lexical
-weights, and hybrid + graph expansion.
+Python, the default), the default without its feedback list, the older k=10/same=1 default,
+hybrid with plain engine RRF and hybrid + graph expansion.
 
 `grid` fetches the dense and lexical lists of every golden question once and replays the fusion
 (`search.fuse`, `search.best_per_note`, the code the searcher runs) over a grid of `SearchTuning`
 values: RRF k, lexical weights for same/other language, hard or confidence-weighted language,
-title boost, per-note sum. It ranks settings by their *worst* nDCG@5 margin over the better
+title boost, per-note sum, and the feedback list (weight, docs, terms). The feedback list depends
+on each setting's first pass, so the stores stay open and each new feedback query is asked once
+(`cached_feedback`). It ranks settings by their *worst* nDCG@5 margin over the better
 baseline (BM25 alone or dense alone, same run) across every category of both golden sets, so no
 single category decides; XQuAD de/en/de->en are replayed for the best settings only, as a check.
 `--no-title-prefix` does it all on stores embedded without the title prefix.
@@ -38,6 +40,7 @@ No assertions: figures only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import random
@@ -70,8 +73,16 @@ from mindnet.evaluation import (
     score_query,
     write_beir_vault,
 )
-from mindnet.search import QUALITY_VECTOR, CandidateLists, Searcher, SearchTuning, best_per_note, fuse
-from mindnet.store import EdgeStore, PointRecord, StoreSchema, VectorSpec, lexical_document
+from mindnet.search import (
+    QUALITY_VECTOR,
+    CandidateLists,
+    FeedbackSearch,
+    Searcher,
+    SearchTuning,
+    best_per_note,
+    fuse,
+)
+from mindnet.store import EdgeStore, PointRecord, ScoredPoint, SparseVec, StoreSchema, VectorSpec, lexical_document
 from mindnet.sync import import_vault
 
 CORPORA = Path("/work/shared/corpora")
@@ -79,13 +90,16 @@ GOLDEN = Path(__file__).parent / "golden"
 
 RUNS: tuple[RunConfig, ...] = (
     *DEFAULT_RUNS[:5],
-    RunConfig("hybrid", tuning=SearchTuning(rrf_k=10, lexical_weight_same=1.0, note_sum_weight=0.0),
+    RunConfig("hybrid", tuning=SearchTuning(feedback_weight=0.0), label="hybrid (before: no feedback)"),
+    RunConfig("hybrid", tuning=SearchTuning(rrf_k=10, lexical_weight_same=1.0, note_sum_weight=0.0,
+                                            feedback_weight=0.0),
               label="hybrid (before: k=10 same=1)"),
     RunConfig("hybrid", tuning=SearchTuning(language_fusion=False, rrf_k=60, note_sum_weight=0.0),
               label="hybrid (engine RRF k=60)"),
     DEFAULT_RUNS[5],
 )
-"""The `mindnet eval` runs (baselines first) plus the previous default and plain engine RRF."""
+"""The `mindnet eval` runs (baselines first) plus the previous defaults (without the feedback list;
+before that k=10 same=1) and plain engine RRF."""
 
 E5_WEIGHTS = (0.5, 0.75, 1.0, 1.5, 2.0)
 """e5 list weights `eval --e5` shows (the grid tries more)."""
@@ -199,6 +213,22 @@ class Replay:
     lists: list[CandidateLists]
     key: dict[str, str] | None
     """Note path -> judgement key (BEIR doc id); None: judged by note id."""
+    feedback: FeedbackSearch
+    """The searcher's feedback query on its (still open) store, cached per query vector: the
+    feedback list depends on the first-pass ranking, so each setting may ask for another one."""
+
+
+def cached_feedback(searcher: Searcher, pool: int) -> FeedbackSearch:
+    """`searcher.feedback_search(pool)` remembering every answer (the store does not change)."""
+    run = searcher.feedback_search(pool)
+    seen: dict[SparseVec, list[ScoredPoint]] = {}
+
+    def search(vector: SparseVec) -> list[ScoredPoint]:
+        if vector not in seen:
+            seen[vector] = list(run(vector))
+        return seen[vector]
+
+    return search
 
 
 def _fetch(name: str, searcher: Searcher, queries: list[EvalQuery], key: dict[str, str] | None) -> Replay:
@@ -206,7 +236,7 @@ def _fetch(name: str, searcher: Searcher, queries: list[EvalQuery], key: dict[st
     lists = [searcher.candidate_lists(q.query, POOL) for q in queries]
     print(f"  {name}: {len(queries)} questions fetched in {time.perf_counter() - started:.0f}s", file=sys.stderr,
           flush=True)
-    return Replay(name, queries, lists, key)
+    return Replay(name, queries, lists, key, cached_feedback(searcher, POOL))
 
 
 def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
@@ -220,7 +250,7 @@ def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
         elif mode == "lexical":
             cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), SearchTuning()))
         else:
-            cands = best_per_note(fuse(q.query, lists, tuning), tuning.note_sum_weight)
+            cands = best_per_note(fuse(q.query, lists, tuning, r.feedback), tuning.note_sum_weight)
         ranked = []
         for c in cands[:10]:
             pl = c.payload
@@ -232,7 +262,9 @@ def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
     return {c: mean_metrics(ms) for c, ms in per.items()}
 
 
-def _golden(work: Path, embedder: Embedder, prefix: bool, suffix: str, e5: bool = False) -> list[Replay]:
+def _golden(stack: contextlib.ExitStack, work: Path, embedder: Embedder, prefix: bool, suffix: str,
+            e5: bool = False) -> list[Replay]:
+    """Both golden sets fetched; their stores stay open in `stack` for the feedback queries."""
     out = []
     for name, vault, gold in (("foam", CORPORA / "foam-docs/vault", GOLDEN / "foam-docs.jsonl"),
                               ("rust", CORPORA / "rustbook-de/src", GOLDEN / "rustbook-de.jsonl")):
@@ -241,13 +273,16 @@ def _golden(work: Path, embedder: Embedder, prefix: bool, suffix: str, e5: bool 
                                             "embed_title_prefix": prefix})
         if e5:
             fill_e5(vault, settings)
-        with opened(vault, settings, embedder) as searcher:
-            out.append(_fetch(name, searcher, resolve_queries(load_vault_queries(gold), searcher.store), None))
+        searcher = stack.enter_context(opened(vault, settings, embedder))
+        out.append(_fetch(name, searcher, resolve_queries(load_vault_queries(gold), searcher.store), None))
     return out
 
 
-def _xquad(work: Path, embedder: Embedder, settings: Settings, n: int | None, suffix: str) -> list[Replay]:
+def _xquad(stack: contextlib.ExitStack, work: Path, embedder: Embedder, settings: Settings, n: int | None,
+           suffix: str) -> list[Replay]:
+    """XQuAD de, en and de->en fetched; their stores stay open in `stack` for the feedback queries."""
     out = []
+    searchers: dict[Path, Searcher] = {}
     folders = {"de": CORPORA / "xquad/beir/de", "en": CORPORA / "xquad/beir/en"}
     for name, data, corpus in (("xquad-de", load_beir(folders["de"]), "de"),
                                ("xquad-en", load_beir(folders["en"]), "en"),
@@ -255,13 +290,19 @@ def _xquad(work: Path, embedder: Embedder, settings: Settings, n: int | None, su
         data = limit_queries(data, n)
         root = work / f"xquad-{corpus}{suffix}"
         doc_of = write_beir_vault(data, root / "vault")
-        with opened(root / "vault", dataclasses.replace(settings, store_path=str(root / "store")), embedder) as s:
-            out.append(_fetch(name, s, beir_queries(data), doc_of))
+        if root not in searchers:  # de->en asks the English store again: one open handle per store
+            searchers[root] = stack.enter_context(opened(
+                root / "vault", dataclasses.replace(settings, store_path=str(root / "store")), embedder))
+        out.append(_fetch(name, searchers[root], beir_queries(data), doc_of))
     return out
 
 
 def grid_tunings() -> list[SearchTuning]:
-    """Every setting tried; the current default is among them."""
+    """Every setting tried; the current default is among them.
+
+    The lexical knobs crossed with the feedback list's weight (0: without it, the fusion before
+    feedback), then the feedback query's shape (docs x terms x weight) at the default lexical knobs.
+    """
     out = []
     for rrf_k in (5, 10, 20, 40, 60):
         for same in (1.0, 1.5, 2.0, 3.0):
@@ -269,10 +310,16 @@ def grid_tunings() -> list[SearchTuning]:
                 for confidence in (False, True):
                     for title in (0.0, 0.25, 1.0):
                         for note_sum in (0.0, 0.05, 0.1, 0.3):
-                            out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, lexical_weight_other=other,
-                                                    language_confidence=confidence, title_boost=title,
-                                                    note_sum_weight=note_sum))
-    return out
+                            for feedback in (0.0, 0.5, 1.0):
+                                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same,
+                                                        lexical_weight_other=other, language_confidence=confidence,
+                                                        title_boost=title, note_sum_weight=note_sum,
+                                                        feedback_weight=feedback))
+    for docs in (1, 2, 3, 5):
+        for terms in (10, 20, 40):
+            for feedback in (0.25, 0.5, 0.75, 1.0, 1.5):
+                out.append(SearchTuning(feedback_weight=feedback, feedback_docs=docs, feedback_terms=terms))
+    return list(dict.fromkeys(out))
 
 
 def e5_grid_tunings() -> list[SearchTuning]:
@@ -295,14 +342,20 @@ def e5_grid_tunings() -> list[SearchTuning]:
 def _tuning_label(t: SearchTuning) -> str:
     return (f"k={t.rrf_k} same={t.lexical_weight_same} other={t.lexical_weight_other} "
             f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight} "
-            f"e5={t.e5_weight} use={t.use_weight_with_e5}")
+            f"e5={t.e5_weight} use={t.use_weight_with_e5} "
+            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms}")
 
 
 def run_grid(args: argparse.Namespace) -> None:
     work = Path(args.work)
     embedder = UseEmbedder()
     suffix = "" if args.title_prefix else "-noprefix"
-    golden = _golden(work, embedder, args.title_prefix, suffix, e5=args.e5)
+    with contextlib.ExitStack() as stack:
+        _grid(stack, args, work, embedder, suffix)
+
+
+def _grid(stack: contextlib.ExitStack, args: argparse.Namespace, work: Path, embedder: Embedder, suffix: str) -> None:
+    golden = _golden(stack, work, embedder, args.title_prefix, suffix, e5=args.e5)
     base: dict[tuple[str, str], float] = {}
     for r in golden:
         lex, den = replay(r, "lexical", SearchTuning()), replay(r, "dense", SearchTuning())
@@ -335,17 +388,20 @@ def run_grid(args: argparse.Namespace) -> None:
     print("\n### grid, nDCG@5 per category, best worst-case margin first (top 25)\n")
     print("\n".join([head, lines[1], baseline_line, *lines[2:27]]))
     default = SearchTuning()
-    for worst, _foam, _rust, t, *_ in rows:
-        if _tuning_label(t) == _tuning_label(default):
-            print(f"\ncurrent default: {_tuning_label(default)}: min margin {worst:+.3f}")
+    before = dataclasses.replace(default, feedback_weight=0.0)
+    for worst, foam, rust, t, per, _margins in rows:
+        for name, ref in (("current default", default), ("without feedback", before)):
+            if t == ref:
+                print(f"\n{name}: {_tuning_label(t)}: min margin {worst:+.3f}, foam all {foam:.3f}, "
+                      f"rust all {rust:.3f}; " + ", ".join(f"{a}[{c}] {per[(a, c)]:.3f}" for a, c in cats))
     if args.xquad and not args.e5:
-        xs = _xquad(work, embedder, load_settings(overrides={"quality_tier": False,
+        xs = _xquad(stack, work, embedder, load_settings(overrides={"quality_tier": False,
                                                              "embed_title_prefix": args.title_prefix}),
                     args.max_queries, suffix)
         print("\n### XQuAD check (nDCG@10 / nDCG@5), top 5 settings and the current default\n")
         print("| setting | " + " | ".join(f"{x.name} bm25 | {x.name} dense | {x.name} hybrid" for x in xs) + " |")
         print("|" + "---|" * (1 + 3 * len(xs)))
-        picks = [row[3] for row in rows[:5]] + [default]
+        picks = [row[3] for row in rows[:5]] + [default, before]
         for t in picks:
             cells = []
             for x in xs:

@@ -24,15 +24,18 @@ from mindnet.search import (
     Searcher,
     SearchFilters,
     SearchTuning,
+    _Cand,
+    add_feedback,
     best_per_note,
     build_context,
+    feedback_query,
     fuse,
     note_fulltexts,
     query_languages,
     rrf_fuse,
     title_match,
 )
-from mindnet.store import Filter, PointRecord, ScoredPoint, Store, StoreSchema, VectorSpec
+from mindnet.store import Filter, PointRecord, ScoredPoint, SparseVec, Store, StoreSchema, VectorSpec, lexical_document
 from mindnet.sync import DENSE, import_vault, open_store
 
 NOTES = {
@@ -165,7 +168,11 @@ def test_modes_return_ranked_hits(searcher: Searcher, mode: str) -> None:
     assert hits
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    assert all(h.via in ("dense", "lexical", "dense+lexical") for h in hits)
+    lists = ("dense", "lexical", "feedback")
+    assert all(set(h.via.split("+")) <= set(lists) and h.via.split("+") == sorted(h.via.split("+"), key=lists.index)
+               for h in hits)
+    if mode != "hybrid":
+        assert {h.via for h in hits} == {mode}
     if mode == "lexical":  # the fake embedder only approximates meaning; BM25 is exact
         assert hits[0].note_id == "garden"
 
@@ -340,8 +347,6 @@ def test_fuse_hard_guess_and_title_boost() -> None:
 
 
 def test_best_per_note_can_add_the_other_chunks() -> None:
-    from mindnet.search import _Cand
-
     cands = [_Cand("a1", 0.5, {"note_id": "a"}, "dense"), _Cand("b1", 0.4, {"note_id": "b"}, "dense"),
              _Cand("b2", 0.3, {"note_id": "b"}, "dense")]
     assert [(c.chunk_id, c.score) for c in best_per_note(cands)] == [("a1", 0.5), ("b1", 0.4)]
@@ -351,6 +356,80 @@ def test_best_per_note_can_add_the_other_chunks() -> None:
     # a chunk added by graph expansion is context, not evidence: it does not add to its note
     with_context = [*cands[:2], _Cand("b9", 0.3, {"note_id": "b"}, "expand")]
     assert [c.chunk_id for c in best_per_note(with_context, 0.5)] == ["a1", "b1"]
+
+
+def _text_cand(pid: str, text: str, lang: str, score: float = 1.0) -> _Cand:
+    return _Cand(pid, score, {"chunk_id": pid, "note_id": pid, "text": text, "lang": lang}, "dense")
+
+
+def test_feedback_query_weighs_the_top_chunks_by_rank_in_their_own_language() -> None:
+    top = [_text_cand("a", "Paste images from the clipboard", "en"),
+           _text_cand("b", "Die Bilder werden eingefügt; images", "de")]
+    vec = feedback_query(top, terms=100)
+    weight = dict(zip(vec.indices, vec.values, strict=True))
+    assert list(vec.indices) == sorted(vec.indices) and max(vec.values) == pytest.approx(1.0)
+    en = lexical_document("Paste images from the clipboard", "en")
+    de = lexical_document("Die Bilder werden eingefügt; images", "de")
+    # every term of the first chunk, stemmed as English; the second chunk's, stemmed as German
+    assert set(en.indices) | set(de.indices) == set(weight)
+    [bilder] = [i for i in de.indices if i not in en.indices and i in lexical_document("Bilder", "de").indices]
+    [paste] = [i for i in en.indices if i in lexical_document("paste", "en").indices]
+    # the same single occurrence counts half at rank 2 (BM25 tf parts differ only by chunk length)
+    tf_bilder = dict(zip(de.indices, de.values, strict=True))[bilder]
+    tf_paste = dict(zip(en.indices, en.values, strict=True))[paste]
+    assert weight[bilder] / weight[paste] == pytest.approx((tf_bilder / 2) / tf_paste)
+    # "images" is in both chunks, so it is the heaviest term; a cap keeps the heaviest only
+    capped = feedback_query(top, terms=1)
+    assert capped.values == (1.0,) and capped.indices[0] in en.indices and capped.indices[0] in de.indices
+    assert feedback_query([_text_cand("x", "", "en"), _text_cand("y", "the and of", "en")], 20) == SparseVec((), ())
+    assert feedback_query(top, terms=0) == SparseVec((), ())
+
+
+def test_add_feedback_adds_rrf_terms_without_touching_the_input() -> None:
+    first = [_Cand("a", 0.5, {"note_id": "a"}, "dense"), _Cand("b", 0.4, {"note_id": "b"}, "dense+lexical")]
+    feedback = [_point("b", "en"), _point("c", "en")]
+    out = add_feedback(first, feedback, rrf_k=5, weight=2.0)
+    assert [(c.chunk_id, c.via) for c in out] == [("b", "dense+lexical+feedback"), ("a", "dense"), ("c", "feedback")]
+    assert out[0].score == pytest.approx(0.4 + 2 / 6)
+    assert out[2].score == pytest.approx(2 / 7)
+    assert (first[1].score, first[1].via) == (0.4, "dense+lexical")  # inputs untouched
+
+
+def test_fuse_searches_the_first_pass_words_and_fuses_that_list() -> None:
+    dense = [ScoredPoint("a", 0.9, {"lang": "en", "text": "graph view of the notes"}),
+             ScoredPoint("b", 0.8, {"lang": "en", "text": "daily notes template"}),
+             ScoredPoint("c", 0.7, {"lang": "en", "text": "unrelated words"})]
+    lists = CandidateLists(dense, [], {"de": 1.0, "en": 0.0})
+    asked: list[SparseVec] = []
+
+    def feedback(vec: SparseVec) -> list[ScoredPoint]:
+        asked.append(vec)
+        return [dense[2]]
+
+    tuning = SearchTuning(rrf_k=5, feedback_weight=1.0, feedback_docs=2, feedback_terms=20)
+    first = fuse("q", lists, dataclasses.replace(tuning, feedback_weight=0.0), feedback)
+    assert asked == []  # weight 0: no feedback query at all
+    assert [c.chunk_id for c in first] == ["a", "b", "c"]
+    assert [c.chunk_id for c in fuse("q", lists, tuning)] == ["a", "b", "c"]  # no feedback search given
+    fused = fuse("q", lists, tuning, feedback)
+    assert asked == [feedback_query(first[:2], 20)]  # the words of the first-pass top 2, nothing else
+    assert [c.chunk_id for c in fused] == ["c", "a", "b"]  # 1/8 + 1/6 beats 1/6 and 1/7
+    assert fused[0].score == pytest.approx(1 / 8 + 1 / 6)
+
+
+def test_hybrid_search_is_fuse_with_the_store_feedback_list(searcher: Searcher) -> None:
+    query = "compost heap garden"
+    pool = max(4 * 5, searcher.tuning.candidates)
+    lists = searcher.candidate_lists(query, pool)
+    expected = fuse(query, lists, searcher.tuning, searcher.feedback_search(pool))
+    hits = searcher.search(query, k=5)
+    assert [(h.chunk_id, h.score, h.via) for h in hits] == [(c.chunk_id, pytest.approx(c.score), c.via)
+                                                            for c in expected[:5]]
+    assert any(h.via.endswith("feedback") for h in hits)
+    assert expected != fuse(query, lists, searcher.tuning)  # the feedback list changed something
+    off = Searcher(searcher.store, searcher.embedder, searcher.settings,
+                   tuning=dataclasses.replace(searcher.tuning, feedback_weight=0.0))
+    assert all("feedback" not in h.via for h in off.search(query, k=5))
 
 
 def test_engine_fusion_gives_the_same_notes(searcher: Searcher) -> None:
@@ -542,7 +621,7 @@ def test_hybrid_fuses_the_e5_list_when_the_store_has_it(e5_store: tuple[Store, S
     assert e5.queries == 1  # one e5 query embedding per search
     assert any("e5" in h.via for h in hits)
     assert hits[0].note_id == "garden"
-    expected = fuse("tomatoes sun stake plant", lists, searcher.tuning)[:5]
+    expected = fuse("tomatoes sun stake plant", lists, searcher.tuning, searcher.feedback_search(50))[:5]
     assert [(h.chunk_id, h.score) for h in hits] == [(c.chunk_id, pytest.approx(c.score)) for c in expected]
     # dense and lexical modes, and a zero e5 weight, leave the tier alone
     e5.queries = 0
