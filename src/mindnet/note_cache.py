@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
+import hashlib
 import json
 import os
 import sqlite3
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__
+from . import __version__, frontmatter, text, vault
 from .config import Settings
 from .vault import Note
 
@@ -51,7 +53,8 @@ class NoteCache:
 
     def __init__(self, path: Path, settings: Settings) -> None:
         self.path = path
-        self.key = json.dumps([SCHEMA, __version__, settings.max_file_bytes, settings.strict, list(settings.languages)])
+        self.key = json.dumps([SCHEMA, _reader_version(), settings.max_file_bytes, settings.strict,
+                               list(settings.languages)])
         self.hits = 0
         self._rows: dict[str, tuple[StatKey, str | Note]] = {}
         """Path → (stat key, the note as JSON until first asked for, then the `Note`)."""
@@ -133,6 +136,20 @@ class NoteCache:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+@functools.cache
+def _reader_version() -> str:
+    """The mindnet version and a hash of the modules that turn a file into a `Note`.
+
+    A code change in how notes are read (a new default, a repaired YAML case) then drops every
+    cached note, even in a development checkout where the version number stays the same.
+    """
+    digest = hashlib.sha256(__version__.encode())
+    for module in (vault, frontmatter, text):
+        with contextlib.suppress(OSError, TypeError):
+            digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _row(note: Note) -> dict[str, Any]:
