@@ -31,7 +31,7 @@ from typing import Any
 
 from . import store as store_module
 from .chunking.base import Chunk
-from .chunking.pipeline import chunk_note
+from .chunking.pipeline import CHUNKER_VERSION, chunk_note
 from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
@@ -120,7 +120,10 @@ def open_embedder(folder: Path, settings: Settings) -> CachedEmbedder:
 
 
 def chunking_hash(settings: Settings) -> str:
-    """Hash of every setting that changes chunk boundaries (and of the edge layout); a change re-chunks every note."""
+    """Hash of every setting and version that changes chunk or edge records; a change re-chunks every note.
+
+    Languages count because note and chunk languages are detected among them (R6).
+    """
     parts = {
         "strategy": settings.strategy,
         "by_type": dict(settings.strategy_by_type),
@@ -129,6 +132,8 @@ def chunking_hash(settings: Settings) -> str:
         "recursive": dataclasses.astuple(settings.recursive),
         "recursive_by_type": {k: dataclasses.astuple(v) for k, v in sorted(settings.recursive_by_type.items())},
         "prefix": settings.embed_title_prefix,
+        "languages": list(settings.languages),
+        "chunker": CHUNKER_VERSION,
         "edges": EDGE_LAYOUT,
     }
     return content_hash(json.dumps(parts, sort_keys=True, default=str))

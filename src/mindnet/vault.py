@@ -530,15 +530,18 @@ _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _LINK_SYNTAX = re.compile(r"\[\[[^\]]*\]\]|\]\([^)]*\)|https?://\S+")
 
 
-def detect_language(text: str, languages: tuple[str, ...]) -> str:
-    """ISO 639-1 code among `languages`, offline (R6); code and link syntax are ignored."""
+def detect_language(text: str, languages: tuple[str, ...], max_chars: int = 20_000) -> str:
+    """ISO 639-1 code among `languages`, offline (R6); code and link syntax are ignored.
+
+    `max_chars` bounds the prose classified, counted after code and links are removed.
+    """
     if len(languages) == 1:
         return languages[0]
     prose = _FENCE_BLOCK.sub(" ", text)
     prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", prose))
     if len(prose.strip()) < 3:
         return languages[0]
-    lang, _prob = language_identifier(tuple(languages)).classify(prose[:20000])
+    lang, _prob = language_identifier(tuple(languages)).classify(prose[:max_chars])
     return str(lang)
 
 

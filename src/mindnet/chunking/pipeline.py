@@ -13,6 +13,11 @@ from .recursive import chunk_recursive, validate
 from .structure import chunk_structure
 from .tokens import Tokenizer, default_tokenizer
 
+CHUNKER_VERSION = 2
+"""Bump when the same settings give other chunk records (boundaries, text, language): the importer
+folds it into every note's `chunking_hash`, so stores re-chunk once (2: chunk language judged on
+the first 600 characters of prose, not of text)."""
+
 
 def check_settings(settings: Settings) -> None:
     """Validate every recursive configuration up front, so a bad one stops the run once (exit 2).
