@@ -12,6 +12,7 @@ import os
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -215,6 +216,8 @@ def test_dry_run_writes_nothing(vault: Path) -> None:
     assert summary.notes_new == 17 and summary.dry_run
     assert model.calls == 0
     assert snapshot(vault) == {"notes": {}, "chunks": {}, "edges": {}}
+    with sqlite3.connect(vault / ".mindnet" / "notes.sqlite") as db:  # nor the parsed-notes cache
+        assert db.execute("SELECT count(*) FROM notes").fetchone() == (0,)
 
 
 DRIVER = """

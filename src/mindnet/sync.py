@@ -409,7 +409,8 @@ def _run(
     config_hash = chunking_hash(settings)
     states = store.facet("notes", "sync_state")
     result = read_vault(vault, settings, StoredLanguages(store), notes_cache)
-    notes_cache.save()
+    if not dry_run:
+        notes_cache.save()
     summary.notes_failed = result.failed
     summary.problems = [p.one_line() for p in result.problems]
     notes_by_id = {n.note_id: n for n in result.notes}
