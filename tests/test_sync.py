@@ -434,3 +434,19 @@ def test_swapped_contents_of_two_notes_are_both_changed(vault: Path) -> None:
     finally:
         store.close()
     assert paths["concepts/rrf.md"] in text_b and paths["concepts/qdrant.md"] in text_a
+
+
+@pytest.mark.parametrize("max_filter", [20_000, 0])
+def test_changed_and_deleted_notes_are_told_apart_by_their_state(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, max_filter: int
+) -> None:
+    """Both ways of finding stale notes: a `must_not` filter of the current states, or reading all states."""
+    from mindnet import sync
+
+    monkeypatch.setattr(sync, "_MAX_FILTER_VALUES", max_filter)
+    run(vault)
+    rrf = vault / "concepts" / "rrf.md"
+    rrf.write_text(rrf.read_text(encoding="utf-8") + "\nNoch ein Satz.\n", encoding="utf-8")
+    (vault / "concepts" / "qdrant.md").unlink()
+    summary, _ = run(vault)
+    assert (summary.notes_changed, summary.notes_deleted, summary.notes_new, summary.notes_unchanged) == (1, 1, 0, 15)

@@ -518,8 +518,15 @@ def sync_state(note: Note, config_hash: str) -> str:
     return f"{note.note_id}\x1f{note.path}\x1f{note.content_hash}\x1f{config_hash}"
 
 
+_MAX_FILTER_VALUES = 20_000
+"""Above this many states, reading every note's state is cheaper than sending them all as a filter."""
+
+
 def _stored_ids_except(store: Store, states: set[str]) -> set[str]:
     """Ids of the stored notes whose `sync_state` is none of `states`."""
+    if len(states) > _MAX_FILTER_VALUES:
+        stored = store.scroll("notes", fields=("sync_state",))
+        return {p.id for p in stored if p.payload.get("sync_state") not in states}
     flt = Filter(must_not=(AnyOf("sync_state", tuple(sorted(states))),)) if states else None
     return {p.id for p in store.scroll("notes", flt, fields=())}
 
