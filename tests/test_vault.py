@@ -255,7 +255,8 @@ def test_unpacked_language_model_matches_packaged(tmp_path: Path, monkeypatch: p
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     fast = vault._langid_model()
-    assert list((tmp_path / "cache" / "mindnet").glob("langid-*.npz"))
+    (copy,) = (tmp_path / "cache" / "mindnet").iterdir()  # one unpacked copy, no temporary left behind
+    assert copy.name.startswith("langid-") and (copy / "arrays.npz").is_file()
     packaged = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
     for model in (fast, packaged):
         model.set_languages(["de", "en", "fr"])
@@ -273,3 +274,19 @@ def test_language_model_without_a_writable_cache_still_loads(tmp_path: Path, mon
     model = vault._langid_model()
     model.set_languages(["de", "en"])
     assert model.classify("Die Notizen werden importiert.")[0] == "de"
+
+
+def test_a_damaged_unpacked_language_model_falls_back_to_the_packaged_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mindnet import vault
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    vault._langid_model()
+    (copy,) = (tmp_path / "mindnet").iterdir()
+    table = next(copy.glob("nextmove.?"))
+    table.write_bytes(table.read_bytes()[:1000])  # cut short, as a full disk would leave it
+    model = vault._langid_model()
+    model.set_languages(["de", "en"])
+    assert model.classify("Die Notizen werden jede Nacht importiert.")[0] == "de"
+    assert len(model.tk_nextmove) > 1000

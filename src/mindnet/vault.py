@@ -470,10 +470,11 @@ def language_identifier(languages: tuple[str, ...]) -> Any:
 
 
 def _langid_model() -> Any:
-    """py3langid's model, from an uncompressed copy in the user cache when one can be kept there.
+    """py3langid's model, from an unpacked copy in the user cache when one can be kept there.
 
     The packaged model is LZMA-compressed: unpacking it costs 0.3 s in every process that detects a
-    language, i.e. in every import that sees a new or edited note. The copy holds the same arrays.
+    language, i.e. in every import that sees a new or edited note. The copy holds the same arrays;
+    the two DFA tables (39 MB) are raw files read straight into the `array`s py3langid walks.
     """
     from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 
@@ -483,47 +484,70 @@ def _langid_model() -> Any:
         import numpy as np
 
         try:
-            with np.load(copy, allow_pickle=False) as data:
+            with np.load(copy / "arrays.npz", allow_pickle=False) as data:
+                nextmove, rows = _read_array(copy, "nextmove"), _read_array(copy, "nextmove_row")
+                out_feat = data["out_feat"]
+                # The DFA: one output per state, one 256-entry row per distinct row index.
+                if len(rows) != len(out_feat) or len(nextmove) != (max(rows) + 1) * 256:
+                    raise ValueError(f"{copy}: DFA tables do not match")
                 return LanguageIdentifier(
                     data["ptc"],
                     data["pc"],
                     data["classes"].tolist(),
-                    _uint_array(data["nextmove"]),
-                    data["out_feat"].tolist(),
+                    nextmove,
+                    out_feat.tolist(),
                     norm_probs=True,
-                    tk_row=_uint_array(data["nextmove_row"]),
+                    tk_row=rows,
                 )
-        except (OSError, ValueError, KeyError):
+        except (OSError, ValueError, KeyError, EOFError):
             pass  # a damaged copy: the packaged model below is always right
     return LanguageIdentifier.from_model_file(packaged, norm_probs=True)
 
 
+_TYPECODES = {2: "H", 4: "I", 8: "Q"}
+"""Stdlib `array` type code of an unsigned integer of each size."""
+
+
 def _unpacked_model(packaged: Path) -> Path | None:
-    """`~/.cache/mindnet/langid-<size>-<mtime>.npz`, unpacked on first use; None if it cannot be written."""
+    """`~/.cache/mindnet/langid-<size>-<mtime>/`, unpacked on first use; None if it cannot be written."""
+    import io
     import lzma
     import shutil
+    import tempfile
+
+    import numpy as np
 
     try:
         st = packaged.stat()
-        folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mindnet"
-        copy = folder / f"langid-{st.st_size}-{st.st_mtime_ns}.npz"
-        if not copy.is_file():
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = copy.with_name(f"{copy.name}.{os.getpid()}.tmp")
-            with lzma.open(packaged) as src, tmp.open("wb") as dst:
-                shutil.copyfileobj(src, dst, length=1 << 20)
-            os.replace(tmp, copy)  # atomic: a concurrent process sees no copy or a whole one
-        return copy
-    except (OSError, RuntimeError, lzma.LZMAError):
+        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mindnet"
+        copy = root / f"langid-{st.st_size}-{st.st_mtime_ns}"
+        if copy.is_dir():
+            return copy
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=root))
+        with lzma.open(packaged) as src, np.load(io.BytesIO(src.read()), allow_pickle=False) as data:
+            np.savez(tmp / "arrays.npz", **{k: data[k] for k in ("ptc", "pc", "classes", "out_feat")})
+            for name in ("nextmove", "nextmove_row"):
+                values = np.ascontiguousarray(data[name])
+                values.tofile(tmp / f"{name}.{_TYPECODES[values.dtype.itemsize]}")
+        try:
+            os.rename(tmp, copy)  # atomic: a concurrent process sees no copy or a whole one
+        except OSError:
+            shutil.rmtree(tmp, ignore_errors=True)  # another process was first
+        return copy if copy.is_dir() else None
+    except (OSError, RuntimeError, ValueError, KeyError, lzma.LZMAError):
         return None
 
 
-def _uint_array(values: Any) -> Any:
-    """A numpy unsigned int array as the stdlib `array` py3langid's tokenizer walks."""
+def _read_array(folder: Path, name: str) -> Any:
+    """The raw table `name.<typecode>` of an unpacked model as a stdlib `array`."""
     from array import array
 
-    code = {2: "H", 4: "I", 8: "L"}[values.dtype.itemsize]
-    return array(code, values.tobytes())
+    (path,) = folder.glob(f"{name}.?")
+    values = array(path.suffix[1:])
+    with path.open("rb") as fh:
+        values.fromfile(fh, path.stat().st_size // values.itemsize)
+    return values
 
 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
