@@ -627,14 +627,18 @@ def add_feedback(cands: Sequence[_Cand], feedback: Sequence[ScoredPoint], *, rrf
     """
     out = {c.chunk_id: replace(c) for c in cands}
     for rank, p in enumerate(feedback, 1):
-        part = weight / (rrf_k + rank)
-        c = out.get(p.id)
-        if c is None:
-            out[p.id] = _Cand(p.id, part, p.payload, "feedback")
-        else:
-            c.score += part
-            c.via = f"{c.via}+feedback"
+        _add_part(out, p, weight / (rrf_k + rank), "feedback")
     return sorted(out.values(), key=lambda c: -c.score)
+
+
+def _add_part(out: dict[str, _Cand], p: ScoredPoint, part: float, via: str) -> None:
+    """Add one list's RRF term for `p`: to its candidate, or as a new candidate found by that list alone."""
+    c = out.get(p.id)
+    if c is None:
+        out[p.id] = _Cand(p.id, part, p.payload, via)
+    else:
+        c.score += part
+        c.via = f"{c.via}+{via}"
 
 
 def title_match(query_words: set[str], title: str) -> float:
@@ -664,26 +668,14 @@ def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
     for rank, p in enumerate(dense, 1):
         out[p.id] = _Cand(p.id, dense_weight / (rrf_k + rank), p.payload, "dense", p.score)
     for rank, p in enumerate(quality, 1):
-        part = quality_weight / (rrf_k + rank)
-        c = out.get(p.id)
-        if c is None:
-            out[p.id] = _Cand(p.id, part, p.payload, QUALITY_VECTOR)
-        else:
-            c.score += part
-            c.via = f"{c.via}+{QUALITY_VECTOR}"
+        _add_part(out, p, quality_weight / (rrf_k + rank), QUALITY_VECTOR)
     for rank, p in enumerate(lexical, 1):
         lang = p.payload.get("lang")
         if not probs or not lang:
             w = weight_same
         else:
             w = weight_other + (weight_same - weight_other) * probs.get(str(lang), 0.0)
-        part = w / (rrf_k + rank)
-        c = out.get(p.id)
-        if c is None:
-            out[p.id] = _Cand(p.id, part, p.payload, "lexical")
-        else:
-            c.score += part
-            c.via = f"{c.via}+lexical"
+        _add_part(out, p, w / (rrf_k + rank), "lexical")
     return sorted(out.values(), key=lambda c: -c.score)
 
 
