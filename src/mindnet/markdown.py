@@ -47,7 +47,7 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 
-from mindnet.text import line_of, line_starts
+from mindnet.text import line_of, line_starts, trim_span
 
 BlockKind: TypeAlias = Literal[
     "heading", "paragraph", "list", "item", "code", "table", "blockquote", "html", "hr", "footnote", "math"
@@ -445,7 +445,7 @@ def _finish(text: str, raws: list[_Raw]) -> list[Block]:
     blocks: list[Block] = []
     covered = 0
     for raw in raws:
-        span = _trim(text, raw.start, raw.end)
+        span = trim_span(text, raw.start, raw.end)
         if span is None or span[0] < covered:
             continue
         for gap in _gaps(text, covered, span[0], starts):
@@ -456,19 +456,10 @@ def _finish(text: str, raws: list[_Raw]) -> list[Block]:
     return blocks
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """Shrink [start, end) to its first and last non-whitespace characters; None if nothing is left."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
-
-
 def _gaps(text: str, start: int, end: int, starts: list[int]) -> Iterator[Block]:
     """Paragraph blocks for non-blank line runs no parser block claimed (link reference definitions)."""
     for m in _NON_BLANK_RUN.finditer(text, start, end):
-        s, e = _trim(text, m.start(), m.end()) or (m.start(), m.end())
+        s, e = trim_span(text, m.start(), m.end()) or (m.start(), m.end())
         yield Block("paragraph", s, e, line_of(starts, s), line_of(starts, e - 1))
 
 
@@ -491,7 +482,7 @@ def _block(text: str, starts: list[int], raw: _Raw, span: tuple[int, int]) -> Bl
     if raw.items:
         items = []
         for a, b in raw.items:
-            item_span = _trim(text, max(a, start), min(b, end))
+            item_span = trim_span(text, max(a, start), min(b, end))
             if item_span is None:
                 continue
             s, e = item_span

@@ -30,6 +30,15 @@ def line_of(starts: list[int], offset: int) -> int:
     return bisect.bisect_right(starts, offset)
 
 
+def trim_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """[start, end) shrunk to its first and last non-whitespace characters; None if blank."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
+
+
 def normalise(text: str) -> str:
     """Chunk text and embedding input (R5): LF endings, NFKC, no trailing spaces, blank runs collapsed.
 

@@ -62,7 +62,7 @@ from mindnet.chunking.sentences import sentence_spans
 from mindnet.chunking.tokens import Tokenizer
 from mindnet.config import Profile
 from mindnet.markdown import Block, mask_comments, parse_blocks
-from mindnet.text import normalise
+from mindnet.text import normalise, trim_span
 
 NONE, SENT, ITEM, GROUP, BLOCK, ISOLATE = range(6)
 """Boundary strengths between two leaves, weakest first; the order is what packing relies on."""
@@ -237,7 +237,7 @@ def _with_gaps(body: str, blocks: list[Block]) -> list[Block]:
     prev = 0
     for block in [*blocks, None]:
         stop = len(body) if block is None else block.char_start
-        gap = _trim(body, prev, stop)
+        gap = trim_span(body, prev, stop)
         if gap is not None:
             out.append(Block("html", gap[0], gap[1], 0, 0))
         if block is not None:
@@ -669,10 +669,3 @@ def _cells(line: str) -> list[str]:
     return [" ".join(cell.replace("\\|", "|").split()) for cell in _ROW_SPLIT.split(line)]
 
 
-def _trim(text: str, start: int, end: int) -> tuple[int, int] | None:
-    """[start, end) shrunk to its first and last non-whitespace characters; None if blank."""
-    while start < end and text[start].isspace():
-        start += 1
-    while end > start and text[end - 1].isspace():
-        end -= 1
-    return (start, end) if start < end else None
