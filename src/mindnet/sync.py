@@ -23,7 +23,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -531,8 +531,9 @@ def _stored_ids_except(store: Store, states: set[str]) -> set[str]:
     return {p.id for p in store.scroll("notes", flt, fields=())}
 
 
-class StoredLanguages(Mapping[str, str]):
-    """Detected language by `content_hash` from the store, so a file read again skips detection.
+class StoredLanguages:
+    """Detected language by `content_hash` from the store (`vault.KnownLanguages`), so a file read
+    again skips detection.
 
     A note whose text is unchanged but which the notes cache does not hold (a copied vault, a
     recently touched file) keeps the language detected at its import, and a no-op import never
@@ -547,7 +548,7 @@ class StoredLanguages(Mapping[str, str]):
         self.lookups = 0
         self._all: dict[str, str] | None = None
 
-    def __getitem__(self, content_hash: str) -> str:
+    def get(self, content_hash: str, /) -> str | None:
         self.lookups += 1
         if self._all is None and self.lookups > self.BULK:
             self._all = {
@@ -555,17 +556,11 @@ class StoredLanguages(Mapping[str, str]):
                 for p in self.store.scroll("notes", fields=("content_hash", "lang")) if p.payload.get("lang")
             }
         if self._all is not None:
-            return self._all[content_hash]
+            return self._all.get(content_hash)
         for p in self.store.scroll("notes", Filter.all(Equals("content_hash", content_hash)), fields=("lang",)):
             if p.payload.get("lang"):
                 return str(p.payload["lang"])
-        raise KeyError(content_hash)
-
-    def __iter__(self) -> Iterator[str]:
-        raise TypeError("StoredLanguages answers lookups only")
-
-    def __len__(self) -> int:
-        raise TypeError("StoredLanguages answers lookups only")
+        return None
 
 
 def _write_chunks(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -111,6 +111,12 @@ _FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\
 _BOM = "\ufeff"
 
 
+class KnownLanguages(Protocol):
+    """Languages detected at an earlier import, by `content_hash`: a dict, or `sync.StoredLanguages`."""
+
+    def get(self, content_hash: str, /) -> str | None: ...
+
+
 class ReadCache(Protocol):
     """Parsed notes of unchanged files (`note_cache.NoteCache`): `get` by the file's stat, `put` after a read."""
 
@@ -122,7 +128,7 @@ class ReadCache(Protocol):
 def read_vault(
     root: str | Path,
     settings: Settings | None = None,
-    known_langs: Mapping[str, str] | None = None,
+    known_langs: KnownLanguages | None = None,
     cache: ReadCache | None = None,
 ) -> VaultResult:
     """Read every note of a vault; bad files become problems, never exceptions (R1, R3).
@@ -154,7 +160,7 @@ def read_vault(
 
 
 def _read_cached(
-    path: Path, rel: str, settings: Settings, known_langs: Mapping[str, str] | None, cache: ReadCache | None
+    path: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None, cache: ReadCache | None
 ) -> Note:
     if cache is None:
         return read_note(path, rel, settings, known_langs)
@@ -294,7 +300,7 @@ def _os_reason(exc: OSError) -> str:
     return (exc.strerror or str(exc)).lower()
 
 
-def read_note(path: Path, rel: str, settings: Settings, known_langs: Mapping[str, str] | None = None) -> Note:
+def read_note(path: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None = None) -> Note:
     """Read one note file.
 
     Raises:
@@ -309,7 +315,7 @@ def parse_note(
     rel: str,
     settings: Settings,
     default_created: Callable[[], str] | None = None,
-    known_langs: Mapping[str, str] | None = None,
+    known_langs: KnownLanguages | None = None,
 ) -> Note:
     """A note from its file text; `default_created` gives the creation time when none is written (mtime).
 
