@@ -372,3 +372,17 @@ def test_checker_finds_a_cut_inside_a_fence_nested_in_a_list(tok: Tokenizer) -> 
     ]
     found = check_chunks(body, spans, tok, SMALL)
     assert any("inside a" in v for v in found), found
+
+
+def test_a_paragraph_tail_before_a_heading_is_not_joined_to_an_oversize_block(tok: Tokenizer) -> None:
+    """Found by hypothesis: the tail sentence of a split paragraph, then `# H1` and a comment, looked like
+    a heading-only chunk (the paragraph's block starts earlier), so it was merged into the oversize code
+    chunk after it, which then held two units besides headings (R8)."""
+    body = (
+        "Wir sprachen u. a. über [[Vektorsuche|Qdrant]] und [[Notiz#Abschnitt]]. Ist das wirklich so?\n\n"
+        "# Ziel 0\n\n%% ein Kommentar %%\n\n```rust\n\nlet x1 = 1;  \nlet x2 = 2;  \n\nlet x4 = 4;  \nlet x5 = 5;  \n```\n\n"
+    )
+    profile = Profile(target_min=12, target_max=20, max=30, overlap_min=4, overlap_max=8)
+    spans = run(body, tok, profile)
+    code = next(s for s in spans if "```rust" in text(body, s))
+    assert "Ist das wirklich so?" not in text(body, code)

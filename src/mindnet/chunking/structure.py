@@ -199,7 +199,7 @@ def _merge_heading_runs(
             and nxt.content_start == nxt.char_start
             and fold_title(nxt.section_title or "") not in stops
             and (span.section_path == "/" or (nxt.section_path or "").startswith(f"{span.section_path}/"))
-            and _only_headings(span, heading_starts, content_starts)
+            and _only_headings(body, span, heading_starts, content_starts)
         ):
             joined = ChunkSpan(span.char_start, nxt.char_end, span.char_start, nxt.section_title, nxt.section_path,
                                nxt.oversize, nxt.has_code, nxt.summary)
@@ -211,12 +211,17 @@ def _merge_heading_runs(
     return merged
 
 
-def _only_headings(span: ChunkSpan, heading_starts: list[int], content_starts: list[int]) -> bool:
-    """Whether the span's own content holds at least one heading and no other block."""
+def _only_headings(body: str, span: ChunkSpan, heading_starts: list[int], content_starts: list[int]) -> bool:
+    """Whether the span's own content is headings and no other block.
+
+    The content must begin with a heading: a span can also begin with the last sentences of a
+    paragraph that an earlier chunk opened, and that paragraph's start lies before the span.
+    """
     lo, hi = span.content_start, span.char_end
-    has_heading = bisect.bisect_left(heading_starts, hi) > bisect.bisect_left(heading_starts, lo)
-    has_content = bisect.bisect_left(content_starts, hi) > bisect.bisect_left(content_starts, lo)
-    return has_heading and not has_content
+    first = bisect.bisect_left(heading_starts, lo)
+    if first == len(heading_starts) or heading_starts[first] >= hi or body[lo : heading_starts[first]].strip():
+        return False
+    return bisect.bisect_left(content_starts, hi) == bisect.bisect_left(content_starts, lo)
 
 
 def fold_title(title: str) -> str:
