@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import inspect
 import io
 import json
 import os
@@ -50,7 +49,7 @@ from typing import Any
 from _common import MSDOCS, dir_size_mb, dump_json, peak_rss_mb, table
 from mindnet.config import load_settings
 from mindnet.embedding import Embedder, Vectors, WrappedEmbedder
-from mindnet.sync import ImportSummary, import_vault, open_embedder, open_store, store_dir
+from mindnet.sync import ImportSummary, import_vault
 
 _RESULT = "BENCH-RESULT "
 """Prefix of the one stdout line a worker prints its JSON on (mindnet may log other lines)."""
@@ -96,22 +95,15 @@ def _one_import(vault: Path, quality_tier: bool) -> dict[str, Any]:
     The optional e5 quality tier is off unless asked for: the issue's goals are about the default
     (USE) tier, and the tier's own embedding pass would otherwise be counted as import time.
     """
+    from mindnet.api import Index
+    from mindnet.embedding import make_embedder
+
     began = time.perf_counter()
     settings = load_settings(vault)
-    folder = store_dir(vault, settings)
-    store = open_store(vault, settings)
-    cached = open_embedder(folder, settings)
-    model = TimedEmbedder(cached.inner)
-    cached.inner = model
-    outer = TimedEmbedder(cached)
-    try:
-        extra: dict[str, Any] = {}
-        if not quality_tier and "quality" in inspect.signature(import_vault).parameters:
-            extra["quality"] = None
-        summary: ImportSummary = import_vault(vault, settings, store=store, embedder=outer, **extra)
-    finally:
-        store.close()
-        cached.cache.close()
+    model = TimedEmbedder(make_embedder(settings.model, settings.threads))
+    with Index(vault, settings, embedder=model) as index:
+        outer = TimedEmbedder(index.embedder)
+        summary: ImportSummary = _import_through(index, outer, quality_tier)
     seconds = time.perf_counter() - began
     return {
         "seconds": seconds,
@@ -121,6 +113,16 @@ def _one_import(vault: Path, quality_tier: bool) -> dict[str, Any]:
         "cached_embedder_seconds": outer.seconds,
         "summary": summary.as_dict() | {"problems": len(summary.problems)},
     }
+
+
+def _import_through(index: Any, embedder: Any, quality_tier: bool) -> ImportSummary:
+    """`Index.import_vault` with the cached embedder timed from outside (the store and cache stay the Index's)."""
+
+    summary = import_vault(index.vault.root, index.settings, store=index.store(), embedder=embedder,
+                           notes_cache=index._notes(), folder=index.folder)
+    if quality_tier:
+        summary.chunks_embedded_e5 = index.fill_e5()
+    return summary
 
 
 def _edit(path: Path, run: int) -> None:
@@ -148,7 +150,7 @@ def _warm_edits(vault: Path, edit_path: str, edits: int) -> list[dict[str, Any]]
     runs: list[dict[str, Any]] = []
     with Index(vault) as index:
         index.import_vault()
-        cached = index._embedder()
+        cached = index.embedder
         model = TimedEmbedder(cached.inner)
         cached.inner = model
         for run in range(edits):

@@ -74,7 +74,7 @@ from mindnet.evaluation import (
     write_beir_vault,
 )
 from mindnet.search import (
-    QUALITY_VECTOR,
+    E5_VECTOR,
     CandidateLists,
     FeedbackSearch,
     Searcher,
@@ -111,7 +111,7 @@ def e5_runs() -> tuple[RunConfig, ...]:
     return (
         RunConfig("lexical", label="lexical (bm25)"),
         RunConfig("dense", label="dense (use)"),
-        RunConfig("dense", dense_vector=QUALITY_VECTOR, label="dense (e5)"),
+        RunConfig("dense", dense_vector=E5_VECTOR, label="dense (e5)"),
         RunConfig("hybrid", tuning=dataclasses.replace(base, e5_weight=0.0), label="hybrid use+bm25 (no e5)"),
         *(RunConfig("hybrid", tuning=dataclasses.replace(base, e5_weight=w, use_weight_with_e5=u),
                     label=f"hybrid +e5 w={w} use={u}")

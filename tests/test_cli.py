@@ -220,18 +220,17 @@ def test_index_keeps_store_and_model_warm_between_imports(vault: Path) -> None:
     """A long-lived Index (API, watch mode) loads the model once; a second concurrent import is still refused."""
     from mindnet.api import Index
     from mindnet.errors import StoreError
-    from mindnet.sync import import_vault
 
     with Index(vault) as index:
         first = index.import_vault()
-        model = index._embedder().inner
+        model = index.embedder.inner
         (vault / "b.md").write_text("# Beta\n\nBeta is about rank fusion, now edited.\n", encoding="utf-8")
         second = index.import_vault()
-        assert index._embedder().inner is model
+        assert index.embedder.inner is model
         assert (first.notes_new, second.notes_changed, second.chunks_embedded) == (2, 1, 1)
         assert [h.note_id for h in index.search("rank fusion edited", k=1)] == ["b"]
-        with pytest.raises(StoreError):
-            import_vault(vault, index.settings)
+        with pytest.raises(StoreError), Index(vault, index.settings) as second_index:
+            second_index.import_vault()
 
 
 def test_embed_fills_the_quality_tier_even_when_imports_leave_it_off(
@@ -239,15 +238,15 @@ def test_embed_fills_the_quality_tier_even_when_imports_leave_it_off(
 ) -> None:
     """`mindnet embed` asks for the tier by name; `quality_tier = false` only governs imports."""
     from fakes import FakeEmbedder
-    from mindnet import sync
+    from mindnet import api
 
-    monkeypatch.setattr(sync, "quality_tier_available", lambda: True)
-    real = sync.make_embedder
+    monkeypatch.setattr(api, "e5_available", lambda: True)
+    real = api.make_embedder
 
     def make(name: str, threads: int = 0) -> Any:
         return FakeEmbedder(dim=16, model_id="fake-e5@1") if name == "e5" else real(name, threads)
 
-    monkeypatch.setattr(sync, "make_embedder", make)
+    monkeypatch.setattr(api, "make_embedder", make)
     assert invoke(monkeypatch, capsys, cli.main, "import", str(vault))[0] == 0
     code, out, _ = invoke(monkeypatch, capsys, cli.main, "embed", "--vault", str(vault), "--json")
     assert code == 0

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from mindnet.api import Index
 from mindnet.config import Settings
-from mindnet.sync import import_vault, open_store
+from mindnet.sync import open_store
 
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
@@ -21,11 +22,13 @@ CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 def test_corpus_imports_and_reimports_as_a_no_op(tmp_path: Path, folder: str, notes: int) -> None:
     vault = CORPORA / folder
     settings = Settings(store_path=str(tmp_path / "store"))
-    first = import_vault(vault, settings)
+    with Index(vault, settings) as index:
+        first = index.import_vault()
     assert (first.notes_new, first.notes_failed, first.problems) == (notes, 0, [])
     assert first.chunks_embedded > notes // 2
     assert first.edges > 0
-    second = import_vault(vault, settings)
+    with Index(vault, settings) as index:
+        second = index.import_vault()
     assert (second.notes_unchanged, second.chunks_embedded, second.points_written) == (notes, 0, 0)
     store = open_store(vault, settings)
     try:

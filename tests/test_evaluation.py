@@ -236,8 +236,8 @@ def test_resolve_queries_takes_the_higher_gain() -> None:
 
 
 def test_runs_on_the_e5_tier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindnet.api import Index
     from mindnet.embedding import Embedder
-    from mindnet.sync import import_vault
 
     made: list[str] = []
 
@@ -245,7 +245,8 @@ def test_runs_on_the_e5_tier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
         made.append(name)
         return FakeEmbedder(dim=16, model_id="fake-e5@1")
 
-    monkeypatch.setattr("mindnet.search.make_embedder", fake_make)
+    monkeypatch.setattr("mindnet.api.make_embedder", fake_make)
+    monkeypatch.setattr("mindnet.api.e5_available", lambda: True)
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "apples.md").write_text("# Apples\n\nApples grow on trees in orchards.\n", encoding="utf-8")
@@ -257,7 +258,8 @@ def test_runs_on_the_e5_tier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     # without the tier, a run that needs it says so instead of measuring something else
     with pytest.raises(MindnetError, match="e5"):
         evaluate_vault(vault, queries, settings, runs, embedder=FakeEmbedder())
-    import_vault(vault, settings, embedder=FakeEmbedder(), quality=FakeEmbedder(dim=16, model_id="fake-e5@1"))
+    with Index(vault, settings, embedder=FakeEmbedder(), e5=FakeEmbedder(dim=16, model_id="fake-e5@1")) as index:
+        index.import_vault(e5=True)
     made.clear()
     e5, hybrid = evaluate_vault(vault, queries, settings, runs, embedder=FakeEmbedder())
     assert e5.run == "dense (e5)" and e5.overall.hit_1 == 1.0

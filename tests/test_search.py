@@ -15,9 +15,11 @@ import numpy as np
 import pytest
 
 from fakes import FakeEmbedder
+from mindnet.api import Index
 from mindnet.config import Settings
 from mindnet.embedding import Embedder, UseEmbedder
 from mindnet.errors import MindnetError
+from mindnet.points import DENSE_VECTOR as DENSE
 from mindnet.search import (
     CandidateLists,
     Hit,
@@ -36,7 +38,7 @@ from mindnet.search import (
     title_match,
 )
 from mindnet.store import Filter, PointRecord, ScoredPoint, SparseVec, Store, StoreSchema, VectorSpec, lexical_document
-from mindnet.sync import DENSE, import_vault, open_store
+from mindnet.sync import open_store
 
 NOTES = {
     "en/coffee.md": """---
@@ -137,8 +139,13 @@ def _settings(store: Path) -> Settings:
     return load_settings(env={}, overrides={"store_path": str(store), "quality_tier": False, **SMALL_PROFILE})
 
 
+def _import(vault: Path, settings: Settings, embedder: Embedder, e5: Embedder | None = None) -> None:
+    with Index(vault, settings, embedder=embedder, e5=e5) as index:
+        index.import_vault(e5=e5 is not None)
+
+
 def _open(vault: Path, settings: Settings, embedder: Embedder) -> Store:
-    import_vault(vault, settings, embedder=embedder)
+    _import(vault, settings, embedder)
     store = open_store(vault, settings)
     store.ensure(StoreSchema(vectors=(VectorSpec(DENSE, embedder.model_id, embedder.dim),)))
     return store
@@ -579,7 +586,7 @@ def e5_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, 
     root = tmp_path_factory.mktemp("search-e5")
     vault = write_vault(root / "vault", NOTES)
     settings = _settings(root / "store")
-    import_vault(vault, settings, embedder=FakeEmbedder(), quality=FakeEmbedder(dim=16, model_id="fake-e5@1"))
+    _import(vault, settings, FakeEmbedder(), FakeEmbedder(dim=16, model_id="fake-e5@1"))
     store = open_store(vault, settings)
     yield store, settings
     store.close()
@@ -635,7 +642,7 @@ def test_hybrid_fuses_the_e5_list_when_the_store_has_it(e5_store: tuple[Store, S
 def test_chunks_without_e5_are_only_missing_from_the_e5_list(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "vault", NOTES)
     settings = _settings(tmp_path / "store")
-    import_vault(vault, settings, embedder=FakeEmbedder(), quality=FakeEmbedder(dim=16, model_id="fake-e5@1"))
+    _import(vault, settings, FakeEmbedder(), FakeEmbedder(dim=16, model_id="fake-e5@1"))
     with open_store(vault, settings) as store:
         tea = [p for p in store.scroll("chunks", with_vectors=True) if p.payload.get("note_id") == "tea"]
         store.upsert("chunks", [PointRecord(p.id, p.payload, {DENSE: p.vectors[DENSE]}, p.sparse) for p in tea])
@@ -650,8 +657,7 @@ def test_search_works_without_the_quality_tier(searcher: Searcher, monkeypatch: 
     def no_model(name: str, threads: int = 0) -> Embedder:
         raise AssertionError("a store without e5 vectors must not load the e5 model")
 
-    monkeypatch.setattr("mindnet.search.make_embedder", no_model)
-    auto = Searcher(searcher.store, searcher.embedder, searcher.settings)
+    auto = Searcher(searcher.store, searcher.embedder, searcher.settings, quality=lambda: no_model("e5"))
     e5 = _CountingE5()
     given = Searcher(searcher.store, searcher.embedder, searcher.settings, quality=e5)
     for s in (auto, given):
@@ -672,8 +678,7 @@ def test_e5_model_is_loaded_once_and_must_match_the_store(e5_store: tuple[Store,
         made.append(name)
         return FakeEmbedder(dim=16, model_id="fake-e5@1")
 
-    monkeypatch.setattr("mindnet.search.make_embedder", fake_make)
-    searcher = Searcher(store, FakeEmbedder(), settings)
+    searcher = Searcher(store, FakeEmbedder(), settings, quality=lambda: fake_make("e5"))
     for _ in range(3):
         assert any("e5" in h.via for h in searcher.search("compost heap", k=5))
     assert made == ["e5"]

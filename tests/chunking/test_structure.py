@@ -380,7 +380,8 @@ def test_a_paragraph_tail_before_a_heading_is_not_joined_to_an_oversize_block(to
     chunk after it, which then held two units besides headings (R8)."""
     body = (
         "Wir sprachen u. a. über [[Vektorsuche|Qdrant]] und [[Notiz#Abschnitt]]. Ist das wirklich so?\n\n"
-        "# Ziel 0\n\n%% ein Kommentar %%\n\n```rust\n\nlet x1 = 1;  \nlet x2 = 2;  \n\nlet x4 = 4;  \nlet x5 = 5;  \n```\n\n"
+        "# Ziel 0\n\n%% ein Kommentar %%\n\n"
+        "```rust\n\nlet x1 = 1;  \nlet x2 = 2;  \n\nlet x4 = 4;  \nlet x5 = 5;  \n```\n\n"
     )
     profile = Profile(target_min=12, target_max=20, max=30, overlap_min=4, overlap_max=8)
     spans = run(body, tok, profile)

@@ -1,0 +1,165 @@
+"""What a note and its chunks look like in the store: payloads, vector inputs and named vectors.
+
+One place builds every point, so the import, the e5 tier, `mindnet-chunk` and the evaluation
+baseline cannot drift apart: the chunk payload of the seed example (R11, R12, R14), the text the
+dense model sees (R19), the text BM25 indexes (R22) and the note payload (R4, R18).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import Any
+
+from .chunking.base import Chunk
+from .chunking.tokens import Tokenizer
+from .config import Settings
+from .links import Resolver, transclusions
+from .store import SPARSE_VECTOR, PointRecord, lexical_document
+from .text import normalise
+from .vault import Note
+
+DENSE_VECTOR = "use"
+"""Name of the default model's dense vector on chunk points."""
+E5_VECTOR = "e5"
+"""Name of the e5 tier's dense vector (multilingual-e5-small), filled in after the import."""
+
+Transcluded = tuple[tuple[str, str], ...]
+"""(source note id, embedded text) pairs shown inside a chunk by `![[note#section]]`."""
+
+TRANSCLUDE_TOKENS = 200
+"""Tokens of embedded text added to a host chunk: enough to carry the topic, not to drown the host."""
+
+
+class Transcluder:
+    """Text pulled into host chunks by embeds, so it can be found from the host (issue: embeds)."""
+
+    def __init__(self, resolver: Resolver, notes_by_id: dict[str, Note], tokenizer: Tokenizer) -> None:
+        self.resolver = resolver
+        self.notes_by_id = notes_by_id
+        self.tokenizer = tokenizer
+
+    def context(self, note: Note, chunks: Sequence[Chunk]) -> dict[str, Transcluded]:
+        """Per chunk id, the embedded texts whose `![[…]]` lies in the chunk's new content."""
+        out: dict[str, list[tuple[str, str]]] = {}
+        for t in transclusions(note, self.resolver, self.notes_by_id):
+            for chunk in chunks:
+                if chunk.content_start <= t.link_start < chunk.char_end:
+                    out.setdefault(chunk.chunk_id, []).append((t.source_note_id, self._cap(normalise(t.text))))
+                    break
+        return {k: tuple(v) for k, v in out.items()}
+
+    def _cap(self, text: str) -> str:
+        pieces = self.tokenizer.pieces(text)
+        return text if len(pieces) <= TRANSCLUDE_TOKENS else text[: pieces[TRANSCLUDE_TOKENS][0]].rstrip()
+
+
+def embedding_input(chunk: Chunk, settings: Settings, transcluded: Transcluded = ()) -> str:
+    """What the model sees: the chunk text, optionally after the note title and section (R19).
+
+    Embedded text (`![[note]]`) follows the chunk's own text, so the host is found by it too.
+    """
+    body = "\n\n".join([chunk.text, *(text for _, text in transcluded)])
+    return with_heading(body, chunk.note_title, chunk.section_title, settings)
+
+
+def stored_embedding_input(payload: dict[str, Any], settings: Settings) -> str:
+    """The e5 tier's input, rebuilt from a stored chunk: title and section before the text."""
+    return with_heading(
+        str(payload["text"]), payload.get("note_title") or "", payload.get("section_title") or "", settings
+    )
+
+
+def with_heading(body: str, note_title: str, section_title: str, settings: Settings) -> str:
+    """`title — section` before the text when `embed_title_prefix` is on (R19), the same for both tiers."""
+    if not settings.embed_title_prefix:
+        return body
+    head = note_title
+    if section_title and section_title != note_title:
+        head = f"{head} — {section_title}"
+    return f"{head}\n\n{body}"
+
+
+def lexical_input(chunk: Chunk, transcluded: Transcluded = ()) -> str:
+    """What BM25 indexes: title, section path, text and embedded text, so a title word finds its note (R22)."""
+    parts = [chunk.note_title, chunk.section_path.replace("/", " "), chunk.text, *(text for _, text in transcluded)]
+    return "\n".join(parts)
+
+
+def chunk_payload(chunk: Chunk, transcluded: Transcluded = ()) -> dict[str, Any]:
+    """The chunk payload of the seed example (R11, R12, R14), plus where embedded text came from."""
+    payload = dataclasses.asdict(chunk)
+    payload["transcluded_from"] = [source for source, _ in transcluded]
+    payload["id"] = chunk.chunk_id
+    payload["tags"] = list(chunk.tags)
+    payload["wikilinks"] = list(chunk.wikilinks)
+    payload["external_links"] = list(chunk.external_links)
+    return payload
+
+
+def chunk_point(chunk: Chunk, vector: Sequence[float], transcluded: Transcluded = (),
+                lexical_text: str | None = None) -> PointRecord:
+    """A chunk as a store point: payload, the default dense vector and its BM25 vector.
+
+    `lexical_text` replaces what BM25 indexes (the evaluation's fixed windows index their text as is).
+    """
+    text = lexical_input(chunk, transcluded) if lexical_text is None else lexical_text
+    return PointRecord(
+        chunk.chunk_id,
+        chunk_payload(chunk, transcluded),
+        vectors={DENSE_VECTOR: vector},
+        sparse={SPARSE_VECTOR: lexical_document(text, chunk.lang)},
+    )
+
+
+def sync_state(note: Note, config_hash: str) -> str:
+    """What decides whether a stored note is current: id, path, file hash, chunking settings.
+
+    Stored on the note point with a keyword index, so `Store.facet` lists every stored state
+    without reading a single payload.
+    """
+    return f"{note.note_id}\x1f{note.path}\x1f{note.content_hash}\x1f{config_hash}"
+
+
+def note_point(
+    note: Note, config_hash: str, chunk_count: int, neighbors: dict[str, list[str]], materialise: bool
+) -> PointRecord:
+    """The note point (R4): `references` are the resolved ids it links to; `neighbors` (R18) when enabled."""
+    payload: dict[str, Any] = {
+        "note_id": note.note_id,
+        "title": note.title,
+        "type": note.type,
+        "status": note.status,
+        "tags": list(note.tags),
+        "aliases": list(note.aliases),
+        "area": note.area,
+        "project": note.project,
+        "priority": note.priority,
+        "people": list(note.people),
+        "created": note.created,
+        "updated": note.updated,
+        "path": note.path,
+        "lang": note.lang,
+        "fulltext": note.fulltext,
+        "frontmatter": jsonable(note.frontmatter),
+        "references": neighbors["references"],
+        "content_hash": note.content_hash,
+        "chunking_hash": config_hash,
+        "sync_state": sync_state(note, config_hash),
+        "chunk_count": chunk_count,
+        "body_line": note.body_line,
+    }
+    if materialise:
+        payload["neighbors"] = neighbors
+    return PointRecord(note.note_id, payload)
+
+
+def jsonable(value: Any) -> Any:
+    """Frontmatter as JSON-safe values (dates and other YAML types become strings)."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
