@@ -12,12 +12,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fakes import make_chunk, make_note
-from mindnet.chunking.base import LinkRef
+from mindnet.chunking.pipeline import attach_links
 from mindnet.links import (
     Link,
+    LinkRef,
     Resolution,
     Resolver,
-    attach_links,
     embedded_span,
     extract_links,
     frontmatter_links,

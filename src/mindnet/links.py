@@ -29,7 +29,6 @@ note created from that link would get by default (R2), so it resolves by itself 
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import posixpath
 import re
@@ -39,11 +38,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import unquote
 
-from .chunking.base import LinkRef
 from .text import slugify
 
 if TYPE_CHECKING:
-    from .chunking.base import Chunk
     from .vault import Note
 
 LinkKind: TypeAlias = Literal["wikilink", "markdown", "embed"]
@@ -80,6 +77,17 @@ class Link:
     char_end: int
     is_url: bool
     """The target is a URL (has a scheme): it resolves to status `external`, never to a note."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRef:
+    """One reference of a chunk as stored in its payload (R14): what a link resolved to, without offsets."""
+
+    target_id: str
+    kind: str
+    """wikilink, markdown or embed."""
+    status: str
+    """resolved, unresolved or attachment."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -568,44 +576,7 @@ def _extension(name: str) -> str:
 
 
 # --------------------------------------------------------------------------------------------
-# Chunks and transclusion.
-
-
-def links_in_chunk(links: Iterable[Link], chunk: Chunk) -> list[Link]:
-    """The links that start in the chunk's new content `[content_start, char_end)` (R11).
-
-    New-content ranges are disjoint, so every link lands in exactly one chunk; overlap text
-    carried over from the previous chunk does not count its links twice.
-    """
-    return [link for link in links if chunk.content_start <= link.char_start < chunk.char_end]
-
-
-def attach_links(chunk: Chunk, links: Iterable[Link], resolver: Resolver, source_path: str) -> Chunk:
-    """Fill a chunk's `wikilinks`, `external_links` and `references` (R14).
-
-    `wikilinks` holds the resolved note ids of wikilinks, embeds and Markdown note links (not
-    the chunk's own note), `external_links` the URLs, `references` one `LinkRef` per distinct
-    (target, kind, status) including unresolved links and attachments. Links outside the
-    chunk's new content are skipped, so callers may pass all links of the note.
-    """
-    own_id = resolver.note_id_at(source_path)
-    wikilinks: list[str] = []
-    external: list[str] = []
-    refs: list[LinkRef] = []
-    for link in links_in_chunk(links, chunk):
-        res = resolver.resolve_link(link, source_path)
-        if res.status == "external":
-            external.append(res.target_id)
-            continue
-        refs.append(LinkRef(res.target_id, link.kind, res.status))
-        if res.status == "resolved" and res.target_id != own_id:
-            wikilinks.append(res.target_id)
-    return dataclasses.replace(
-        chunk,
-        wikilinks=tuple(dict.fromkeys(wikilinks)),
-        external_links=tuple(dict.fromkeys(external)),
-        references=tuple(dict.fromkeys(refs)),
-    )
+# Transclusion.
 
 
 _HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$", re.M)

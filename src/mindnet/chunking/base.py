@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..links import LinkRef
 from ..markdown import parse_blocks
 from ..text import content_hash, line_of, line_starts, normalise
 from ..vault import Note, detect_language
@@ -38,17 +39,6 @@ class ChunkSpan:
     has_code: bool = False
     summary: str | None = None
     """Plain-text summary for table chunks: header plus the first rows (R9)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LinkRef:
-    """One reference of a chunk as stored in its payload (R14)."""
-
-    target_id: str
-    kind: str
-    """wikilink, markdown or embed."""
-    status: str
-    """resolved, unresolved or attachment."""
 
 
 @dataclass(frozen=True, slots=True)

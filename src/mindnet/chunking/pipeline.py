@@ -5,8 +5,11 @@ The one function the importer and `mindnet-chunk` call, so both produce identica
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
+
 from ..config import Settings
-from ..links import Resolver, attach_links, extract_links
+from ..links import Link, LinkRef, Resolver, extract_links
 from ..vault import Note
 from .base import Chunk, ChunkSpan, finalize
 from .recursive import chunk_recursive, validate
@@ -61,3 +64,40 @@ def chunk_note(
         return chunks
     links = extract_links(note.fulltext)
     return [attach_links(chunk, links, resolver, note.path) for chunk in chunks]
+
+
+def links_in_chunk(links: Iterable[Link], chunk: Chunk) -> list[Link]:
+    """The links that start in the chunk's new content `[content_start, char_end)` (R11).
+
+    New-content ranges are disjoint, so every link lands in exactly one chunk; overlap text
+    carried over from the previous chunk does not count its links twice.
+    """
+    return [link for link in links if chunk.content_start <= link.char_start < chunk.char_end]
+
+
+def attach_links(chunk: Chunk, links: Iterable[Link], resolver: Resolver, source_path: str) -> Chunk:
+    """Fill a chunk's `wikilinks`, `external_links` and `references` (R14).
+
+    `wikilinks` holds the resolved note ids of wikilinks, embeds and Markdown note links (not
+    the chunk's own note), `external_links` the URLs, `references` one `LinkRef` per distinct
+    (target, kind, status) including unresolved links and attachments. Links outside the
+    chunk's new content are skipped, so callers may pass all links of the note.
+    """
+    own_id = resolver.note_id_at(source_path)
+    wikilinks: list[str] = []
+    external: list[str] = []
+    refs: list[LinkRef] = []
+    for link in links_in_chunk(links, chunk):
+        res = resolver.resolve_link(link, source_path)
+        if res.status == "external":
+            external.append(res.target_id)
+            continue
+        refs.append(LinkRef(res.target_id, link.kind, res.status))
+        if res.status == "resolved" and res.target_id != own_id:
+            wikilinks.append(res.target_id)
+    return dataclasses.replace(
+        chunk,
+        wikilinks=tuple(dict.fromkeys(wikilinks)),
+        external_links=tuple(dict.fromkeys(external)),
+        references=tuple(dict.fromkeys(refs)),
+    )
