@@ -1,19 +1,105 @@
-"""mindnet: a vault of Markdown notes as a retrievable knowledge network in Qdrant."""
+"""mindnet: a vault of Markdown notes as a retrievable knowledge network in Qdrant.
 
-from .config import Settings, load_settings
-from .errors import ConfigError, MindnetError, NoteError, StoreError
-from .vault import Note, NoteProblem, VaultResult, read_vault
+This package root is the public API: the CLI, the server and programs import from here (or from
+`mindnet.api`), never from a stage module. Names load on first use (PEP 562), so
+`from mindnet import run_lint` starts in a fraction of a second without loading Qdrant or a model.
+
+    from mindnet import Index
+    with Index("~/notes") as index:
+        index.import_vault()
+        hits = index.search("Wie funktioniert RRF?", k=5, by_note=True)
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # reading and chunking
+    "Vault": "api", "note_from_text": "api", "Note": "vault", "NoteProblem": "vault", "VaultResult": "vault",
+    "read_vault": "vault", "Chunk": "chunking.base", "chunk_note": "chunking.pipeline", "chunk_payload": "points",
+    # the index and what it returns
+    "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "api",
+    "Hit": "search", "Context": "search", "Citation": "search", "SearchFilters": "search", "MODES": "search",
+    # settings and errors
+    "Settings": "config", "load_settings": "config", "MindnetError": "errors", "NoteError": "errors",
+    "ConfigError": "errors", "ChunkingError": "errors", "StoreError": "errors",
+    # lint (R27) and evaluation (R28)
+    "run_lint": "lint", "LintRun": "lint", "LINT_FORMATS": "lint", "parse_codes": "lint",
+    "format_findings": "lint", "lint_summary_line": "lint",
+    "evaluate_vault": "evaluation", "evaluate_beir": "evaluation", "load_beir": "evaluation",
+    "format_table": "evaluation",
+}
+_RENAMED = {"LINT_FORMATS": "FORMATS", "lint_summary_line": "summary_line"}
+"""Public names that differ from the stage module's own, where the bare name would be ambiguous."""
 
 __all__ = [
+    "GRAPH_VIEWS",
+    "LINT_FORMATS",
+    "MODES",
+    "Chunk",
+    "ChunkingError",
+    "Citation",
     "ConfigError",
+    "Context",
+    "Hit",
+    "ImportSummary",
+    "Index",
+    "IndexStatus",
+    "LintRun",
     "MindnetError",
     "Note",
     "NoteError",
     "NoteProblem",
+    "Progress",
+    "SearchFilters",
     "Settings",
     "StoreError",
+    "Vault",
     "VaultResult",
+    "chunk_note",
+    "chunk_payload",
+    "evaluate_beir",
+    "evaluate_vault",
+    "format_findings",
+    "format_table",
+    "lint_summary_line",
+    "load_beir",
     "load_settings",
+    "note_from_text",
+    "parse_codes",
     "read_vault",
+    "run_lint",
 ]
-__version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mindnet' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), _RENAMED.get(name, name))
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return [*globals(), *__all__]
+
+
+if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily
+    from .api import GRAPH_VIEWS, Index, IndexStatus, Vault, note_from_text
+    from .chunking.base import Chunk
+    from .chunking.pipeline import chunk_note
+    from .config import Settings, load_settings
+    from .errors import ChunkingError, ConfigError, MindnetError, NoteError, StoreError
+    from .evaluation import evaluate_beir, evaluate_vault, format_table, load_beir
+    from .lint import FORMATS as LINT_FORMATS
+    from .lint import LintRun, format_findings, parse_codes, run_lint
+    from .lint import summary_line as lint_summary_line
+    from .points import chunk_payload
+    from .search import MODES, Citation, Context, Hit, SearchFilters
+    from .sync import ImportSummary, Progress
+    from .vault import Note, NoteProblem, VaultResult, read_vault

@@ -20,11 +20,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from .config import Settings, load_settings
-from .errors import MindnetError, NoteError
+from . import MindnetError, NoteError, Settings, load_settings
 
 if TYPE_CHECKING:
-    from .sync import ImportSummary
+    from . import ImportSummary
 
 # The library modules (Qdrant, the model, numpy) are imported inside the commands that need
 # them: `mindnet lint` runs as a pre-commit hook and must start in a fraction of a second.
@@ -133,7 +132,7 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a vault into its store; only what changed is chunked, embedded and written."""
-    from .api import Index
+    from . import Index
 
     settings = settings_for(
         vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
@@ -170,7 +169,7 @@ def embed(
     as_json: JsonOpt = False,
 ) -> None:
     """Finish the e5 quality tier: embed the chunks that lack its vector (resumable)."""
-    from .api import Index
+    from . import Index
 
     settings = settings_for(vault, config, store=store)
     with Index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
@@ -189,7 +188,7 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Counts of notes, chunks and edges in the store, and the model that made its vectors."""
-    from .api import Index
+    from . import Index
 
     with Index(vault, settings_for(vault, config, store=store)) as index:
         info = index.status().as_dict()
@@ -214,7 +213,7 @@ def graph(
     as_json: JsonOpt = False,
 ) -> None:
     """The notes linked from and to a note (R16): from the store, or the vault when not imported."""
-    from .api import Index
+    from . import Index
 
     view = "neighbors"
     if backlinks != references:
@@ -237,7 +236,7 @@ def _filters(
     types: list[str] | None, tags: list[str] | None, area: str | None, project: str | None, lang: str | None,
     path: str | None, note: list[str] | None, date_from: str | None, date_to: str | None,
 ) -> Any:
-    from .search import SearchFilters
+    from . import SearchFilters
 
     return SearchFilters(
         type=tuple(types or ()), tags=tuple(tags or ()), area=area, project=project, lang=lang,
@@ -272,7 +271,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion (R22)."""
-    from .api import Index
+    from . import Index
 
     flt = _filters(types, tags, area, project, lang, path, note, date_from, date_to)
     with Index(vault, settings_for(vault, config, store=store)) as index:
@@ -303,7 +302,7 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """A token-budgeted context for an LLM prompt, with citations (R23)."""
-    from .api import Index
+    from . import Index
 
     with Index(vault, settings_for(vault, config, store=store)) as index:
         ctx = index.context(query, budget=budget, k=k, mode=mode, expand=expand)
@@ -327,22 +326,22 @@ def eval_(
     as_json: JsonOpt = False,
 ) -> None:
     """nDCG@5/10, Recall@10, MRR, Hit@1 and latency per mode, overall and per category (R28)."""
-    from . import evaluation
+    from . import evaluate_beir, evaluate_vault, format_table, load_beir
 
     if (beir is None) == (vault is None) or (vault is not None and queries is None):
         raise MindnetError("give either --beir FOLDER, or --vault VAULT with --queries FILE")
     settings = settings_for(vault, config, store=store)
     if beir is not None:
         name = f"{beir_queries.name}->{beir.name}" if beir_queries else beir.name
-        reports = evaluation.evaluate_beir(
-            evaluation.load_beir(beir, qrels_file=qrels, queries_from=beir_queries), settings, dataset=name
+        reports = evaluate_beir(
+            load_beir(beir, qrels_file=qrels, queries_from=beir_queries), settings, dataset=name
         )
     else:
-        reports = evaluation.evaluate_vault(vault, queries, settings, dataset=vault.name)  # type: ignore[arg-type]
+        reports = evaluate_vault(vault, queries, settings, dataset=vault.name)  # type: ignore[arg-type]
     if as_json:
         _print_json([dataclasses.asdict(r) for r in reports])
     else:
-        sys.stdout.write(evaluation.format_table(reports) + "\n")
+        sys.stdout.write(format_table(reports) + "\n")
 
 
 @app.command()
@@ -355,7 +354,7 @@ def migrate(
     as_json: JsonOpt = False,
 ) -> None:
     """Copy the embedded store to a Qdrant server or cluster (vectors included, no re-embedding)."""
-    from .api import Index
+    from . import Index
 
     settings = settings_for(vault, config, store=store)
     with _progress_bars(err.is_terminal and not as_json) as progress:
@@ -369,7 +368,7 @@ def migrate(
 @app.command()
 def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
     """Read a vault without importing it: notes, types, languages, warnings, problems."""
-    from .api import Vault
+    from . import Vault
 
     reader = Vault(vault, settings_for(vault, config))
     for problem in reader.problems:
@@ -409,22 +408,22 @@ def lint(
     no_cache: Annotated[bool, typer.Option("--no-cache", help="No VAULT/.mindnet/lint-index.json.")] = False,
 ) -> None:
     """Check vault hygiene (R27): required fields, YAML, links, duplicate ids, id and tag schemes."""
-    from . import lint as linting
+    from . import LINT_FORMATS, format_findings, lint_summary_line, parse_codes, run_lint
 
-    if output_format not in linting.FORMATS:
-        raise MindnetError(f"--format must be one of {', '.join(linting.FORMATS)}, not {output_format!r}")
-    run = linting.run_lint(
+    if output_format not in LINT_FORMATS:
+        raise MindnetError(f"--format must be one of {', '.join(LINT_FORMATS)}, not {output_format!r}")
+    run = run_lint(
         paths or [], vault, lambda root: settings_for(root, config, strict=strict or None),
-        linting.parse_codes(select), linting.parse_codes(ignore), fix=fix, use_cache=not no_cache,
+        parse_codes(select), parse_codes(ignore), fix=fix, use_cache=not no_cache,
     )
     for summary in run.fixes:
         err.print(summary.one_line(), markup=False)
         for line in summary.skipped:
             err.print(f"  not fixed: {line}", markup=False)
     findings = run.findings
-    sys.stdout.write(linting.format_findings(findings, output_format))
+    sys.stdout.write(format_findings(findings, output_format))
     if output_format == "text":
-        err.print(linting.summary_line(findings, run.files), markup=False)
+        err.print(lint_summary_line(findings, run.files), markup=False)
     raise typer.Exit(run.exit_code)
 
 
@@ -449,8 +448,7 @@ def chunk(
     separators: SepsOpt = None,
 ) -> None:
     """Chunk notes and print NDJSON, one chunk per line (R24)."""
-    from .api import Vault, note_from_text
-    from .chunking.pipeline import chunk_note
+    from . import Vault, chunk_note, note_from_text
 
     flags = {
         "strategy": strategy, "max_chunk_size": max_chunk_size,
@@ -503,7 +501,7 @@ def _group_by_vault(paths: list[str], vault: Path | None) -> dict[Path, list[str
 
 
 def _emit(chunks: list[Any]) -> None:
-    from .points import chunk_payload
+    from . import chunk_payload
 
     write = sys.stdout.write
     for c in chunks:

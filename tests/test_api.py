@@ -1,0 +1,81 @@
+"""The public API: one import path, one owner of every open resource (issue 14)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import mindnet
+from fakes import FakeEmbedder
+from mindnet import Index, IndexStatus, MindnetError, StoreError
+
+
+@pytest.fixture
+def vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nAlpha links to [[b]] about reciprocal rank fusion.\n", encoding="utf-8")
+    (root / "b.md").write_text("# Beta\n\nBeta explains rank fusion and scores.\n", encoding="utf-8")
+    return root
+
+
+def test_every_public_name_resolves() -> None:
+    for name in mindnet.__all__:
+        assert getattr(mindnet, name) is not None, name
+    with pytest.raises(AttributeError):
+        _ = mindnet.no_such_name
+
+
+def test_lint_names_load_without_qdrant_or_a_model() -> None:
+    """`mindnet lint` is a pre-commit hook: its public names must not drag in the store or numpy models."""
+    code = "import sys; from mindnet import run_lint, LINT_FORMATS; print('qdrant_edge' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
+
+
+def test_index_opens_each_resource_once_and_closes_them(vault: Path) -> None:
+    model = FakeEmbedder()
+    with Index(vault, embedder=model) as index:
+        index.import_vault()
+        store, embedder = index.store(), index.embedder
+        index.import_vault()
+        assert index.store() is store and index.embedder is embedder and embedder.inner is model
+        assert [h.note_id for h in index.search("rank fusion scores", k=1, by_note=True)] == ["b"]
+        status = index.status()
+        assert isinstance(status, IndexStatus)
+        assert (status.notes, status.model) == (2, "fake@1")
+        assert set(status.as_dict()) == {"quality_tier", "notes", "chunks", "edges", "model", "dim", "vectors", "store"}
+    index.close()  # a second close is harmless
+    with Index(vault, embedder=FakeEmbedder()) as again:  # everything was released: the store opens again
+        assert again.status().notes == 2
+
+
+def test_the_import_lock_is_held_only_while_writing(vault: Path) -> None:
+    with Index(vault, embedder=FakeEmbedder()) as index:
+        index.import_vault()
+        assert not index._lock.held
+        with index._writing():
+            assert index._lock.held
+            other = Index(vault, embedder=FakeEmbedder())
+            with pytest.raises(StoreError, match="another import is running"):
+                other.import_vault()
+            other.close()
+        assert not index._lock.held
+
+
+def test_a_vault_that_was_never_imported_cannot_be_searched(vault: Path) -> None:
+    with Index(vault, embedder=FakeEmbedder()) as index, pytest.raises(MindnetError, match="not imported yet"):
+        index.search("anything")
+
+
+def test_e5_is_filled_only_when_asked(vault: Path) -> None:
+    e5 = FakeEmbedder(dim=16, model_id="fake-e5@1")
+    with Index(vault, embedder=FakeEmbedder(), e5=e5) as index:
+        assert index.import_vault(e5=False).chunks_embedded_e5 == 0
+        assert e5.calls == 0
+        filled = index.import_vault(e5=True).chunks_embedded_e5
+        assert filled == e5.calls > 0
+        assert "fake-e5@1" in index.status().quality_tier
