@@ -25,8 +25,9 @@ _EXPORTS: dict[str, str] = {
     "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "api",
     "Hit": "search", "Context": "search", "Citation": "search", "SearchFilters": "search", "MODES": "search",
     # settings and errors
-    "Settings": "config", "load_settings": "config", "MindnetError": "errors", "NoteError": "errors",
-    "ConfigError": "errors", "ChunkingError": "errors", "StoreError": "errors",
+    "Settings": "config", "load_settings": "config", "store_dir": "config",
+    "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors",
+    "ChunkingError": "errors", "StoreError": "errors",
     # lint (R27) and evaluation (R28)
     "run_lint": "lint", "LintRun": "lint", "LINT_FORMATS": "lint", "parse_codes": "lint",
     "format_findings": "lint", "lint_summary_line": "lint",
@@ -73,6 +74,7 @@ __all__ = [
     "parse_codes",
     "read_vault",
     "run_lint",
+    "store_dir",
 ]
 
 
@@ -93,7 +95,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from .api import GRAPH_VIEWS, Index, IndexStatus, Vault, note_from_text
     from .chunking.base import Chunk
     from .chunking.pipeline import chunk_note
-    from .config import Settings, load_settings
+    from .config import Settings, load_settings, store_dir
     from .errors import ChunkingError, ConfigError, MindnetError, NoteError, StoreError
     from .evaluation import evaluate_beir, evaluate_vault, format_table, load_beir
     from .lint import FORMATS as LINT_FORMATS

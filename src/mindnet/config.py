@@ -121,6 +121,15 @@ _ENV_FIELDS: dict[str, str] = {
 }
 
 
+def store_dir(vault: str | Path, settings: Settings) -> Path:
+    """Where a vault's embedded store lives: `--store`/`MINDNET_STORE`, else `VAULT/.mindnet/`.
+
+    Here, not in the import, because every command needs it first: a CLI call finds a running
+    server's address in this folder before it loads anything heavy.
+    """
+    return Path(settings.store_path) if settings.store_path else Path(vault) / ".mindnet"
+
+
 def load_settings(
     vault: str | Path | None = None,
     config_file: str | Path | None = None,

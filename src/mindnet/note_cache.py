@@ -73,7 +73,7 @@ class NoteCache:
 
     def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.path)
+        db = sqlite3.connect(self.path, check_same_thread=False)  # a resident server imports on its worker
         db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT NOT NULL)")
         db.execute(
             "CREATE TABLE IF NOT EXISTS notes (path TEXT PRIMARY KEY, mtime_ns INTEGER, ctime_ns INTEGER,"

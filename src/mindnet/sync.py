@@ -32,7 +32,7 @@ from . import store as store_module
 from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, chunk_note
 from .chunking.tokens import default_tokenizer
-from .config import Settings
+from .config import Settings, store_dir
 from .embedding import Embedder
 from .errors import NoteError, StoreError
 from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
@@ -79,11 +79,6 @@ class ImportSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def store_dir(vault: str | Path, settings: Settings) -> Path:
-    """Where a vault's embedded store lives: `--store`/`MINDNET_STORE`, else `VAULT/.mindnet/`."""
-    return Path(settings.store_path) if settings.store_path else Path(vault) / ".mindnet"
 
 
 def open_store(vault: str | Path, settings: Settings) -> Store:
