@@ -23,11 +23,15 @@ _EXPORTS: dict[str, str] = {
     "read_vault": "vault", "Chunk": "chunking.base", "chunk_note": "chunking.pipeline", "chunk_payload": "points",
     # the index and what it returns
     "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "api",
+    "MAX_GRAPH_DEPTH": "api", "vault_relative": "api",
     "Hit": "search", "Context": "search", "Citation": "search", "SearchFilters": "search", "MODES": "search",
     # settings and errors
     "Settings": "config", "load_settings": "config", "store_dir": "config",
     "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors",
-    "ChunkingError": "errors", "StoreError": "errors",
+    "ChunkingError": "errors", "StoreError": "errors", "NotFoundError": "errors",
+    # the resident server (serve, watch, mcp) and how clients find it
+    "Resident": "service", "ServerAddress": "address", "find_server": "address", "read_address": "address",
+    "write_address": "address", "remove_address": "address", "socket_path": "address",
     # lint (R27) and evaluation (R28)
     "run_lint": "lint", "LintRun": "lint", "LINT_FORMATS": "lint", "parse_codes": "lint",
     "format_findings": "lint", "lint_summary_line": "lint",
@@ -40,6 +44,7 @@ _RENAMED = {"LINT_FORMATS": "FORMATS", "lint_summary_line": "summary_line"}
 __all__ = [
     "GRAPH_VIEWS",
     "LINT_FORMATS",
+    "MAX_GRAPH_DEPTH",
     "MODES",
     "Chunk",
     "ChunkingError",
@@ -52,11 +57,14 @@ __all__ = [
     "IndexStatus",
     "LintRun",
     "MindnetError",
+    "NotFoundError",
     "Note",
     "NoteError",
     "NoteProblem",
     "Progress",
+    "Resident",
     "SearchFilters",
+    "ServerAddress",
     "Settings",
     "StoreError",
     "Vault",
@@ -65,6 +73,7 @@ __all__ = [
     "chunk_payload",
     "evaluate_beir",
     "evaluate_vault",
+    "find_server",
     "format_findings",
     "format_table",
     "lint_summary_line",
@@ -72,9 +81,14 @@ __all__ = [
     "load_settings",
     "note_from_text",
     "parse_codes",
+    "read_address",
     "read_vault",
+    "remove_address",
     "run_lint",
+    "socket_path",
     "store_dir",
+    "vault_relative",
+    "write_address",
 ]
 
 
@@ -92,16 +106,18 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily
-    from .api import GRAPH_VIEWS, Index, IndexStatus, Vault, note_from_text
+    from .address import ServerAddress, find_server, read_address, remove_address, socket_path, write_address
+    from .api import GRAPH_VIEWS, MAX_GRAPH_DEPTH, Index, IndexStatus, Vault, note_from_text, vault_relative
     from .chunking.base import Chunk
     from .chunking.pipeline import chunk_note
     from .config import Settings, load_settings, store_dir
-    from .errors import ChunkingError, ConfigError, MindnetError, NoteError, StoreError
+    from .errors import ChunkingError, ConfigError, MindnetError, NoteError, NotFoundError, StoreError
     from .evaluation import evaluate_beir, evaluate_vault, format_table, load_beir
     from .lint import FORMATS as LINT_FORMATS
     from .lint import LintRun, format_findings, parse_codes, run_lint
     from .lint import summary_line as lint_summary_line
     from .points import chunk_payload
     from .search import MODES, Citation, Context, Hit, SearchFilters
+    from .service import Resident
     from .sync import ImportSummary, Progress
     from .vault import Note, NoteProblem, VaultResult, read_vault

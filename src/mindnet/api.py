@@ -16,22 +16,26 @@ once, on first use, and closed by `close()`; the stages below it receive them re
 
 from __future__ import annotations
 
+import difflib
+import re
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .chunking.base import Chunk
 from .chunking.pipeline import check_settings, chunk_note
 from .chunking.tokens import default_tokenizer
 from .config import Settings, load_settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from .errors import MindnetError, NoteError
+from .errors import MindnetError, NoteError, NotFoundError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
+from .markdown import parse_blocks
 from .note_cache import NoteCache
 from .points import DENSE_VECTOR, E5_VECTOR
 from .quality_tier import E5_MODEL, E5Mark, e5_available, fill_e5
@@ -48,6 +52,7 @@ from .sync import (
     open_store,
     store_dir,
 )
+from .text import line_of, line_starts
 from .vault import Note, NoteProblem, VaultResult, parse_note, read_vault
 
 
@@ -127,7 +132,9 @@ class Vault:
         return found, problems
 
 
-GRAPH_VIEWS = ("neighbors", "references", "backlinks")
+GRAPH_VIEWS = ("neighbors", "references", "backlinks", "unresolved")
+MAX_GRAPH_DEPTH = 3
+"""Hops a graph walk may take: at three hops a well-linked vault already returns most of itself."""
 
 
 def linked_notes(
@@ -138,7 +145,7 @@ def linked_notes(
     Args:
         edges: at least the note's own edges and the backlinks whose source is the note.
         note_id: the note.
-        view: `references`, `backlinks` or `neighbors` (both).
+        view: `references`, `backlinks`, `neighbors` (both), or `unresolved` (links to no note yet).
         notes: `note_id` -> `{path, title}` of every known note, for display.
     """
     if view not in GRAPH_VIEWS:
@@ -148,7 +155,7 @@ def linked_notes(
         if e.kind == "backlink" and e.source_id == note_id and view != "references":
             key = (e.target_id, "backlink", "in")
         elif e.note_id == note_id and e.kind not in STRUCTURAL_KINDS and e.kind != "backlink" and view != "backlinks":
-            if e.target_id == note_id:
+            if e.target_id == note_id or (view == "unresolved" and e.status != "unresolved"):
                 continue
             key = (e.target_id, e.kind, "out")
         else:
@@ -167,6 +174,28 @@ def linked_notes(
             },
         )
     return sorted(rows.values(), key=lambda r: (r["direction"], r["kind"], r["title"].casefold()))
+
+
+def vault_relative(ref: str) -> str:
+    """`ref` unchanged when it cannot name a place outside the vault; else a `MindnetError`.
+
+    A note reference is an id, a title or a vault-relative path: never absolute, never `..`.
+    """
+    if "\x00" in ref or ref.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", ref):
+        raise MindnetError(f"{ref!r}: give a vault-relative path, a note id or a title (no absolute paths)")
+    if ".." in re.split(r"[\\/]", ref):
+        raise MindnetError(f"{ref!r}: a note path may not leave the vault ('..')")
+    return ref
+
+
+def note_sections(fulltext: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """The headings of a note body with their level and 1-based file line."""
+    starts = line_starts(fulltext)
+    first = int(payload.get("body_line", 1))
+    return [
+        {"level": b.level, "title": b.title, "line": first - 1 + line_of(starts, b.char_start)}
+        for b in parse_blocks(fulltext) if b.kind == "heading"
+    ]
 
 
 def note_from_text(text: str, settings: Settings, path: str = "<stdin>") -> Note:
@@ -211,6 +240,7 @@ class Index:
         *,
         embedder: Embedder | None = None,
         e5: Embedder | None = None,
+        shared: bool = False,
     ) -> None:
         """Bind a vault; nothing is opened until it is needed.
 
@@ -219,6 +249,9 @@ class Index:
             settings: resolved settings; the vault's own (`mindnet.toml`, environment) when None.
             embedder: the default model to use instead of the configured one (tests, benchmarks).
             e5: the e5 tier's model to use instead of the packaged one (tests).
+            shared: several threads use this index (a resident server: searches beside one writer);
+                every store call then takes one lock, so a search waits for a batch write, never
+                for the embedding that precedes it.
         """
         self.vault = vault if isinstance(vault, Vault) else Vault(vault, settings)
         self.settings = settings or self.vault.settings
@@ -231,6 +264,7 @@ class Index:
         self._notes_cache: NoteCache | None = None
         self._lock = ImportLock(self.folder)
         self._searcher: Searcher | None = None
+        self._store_lock = threading.RLock() if shared else None
 
     @property
     def folder(self) -> Path:
@@ -240,7 +274,8 @@ class Index:
 
     def store(self) -> Store:
         if self._store is None:
-            self._store = open_store(self.vault.root, self.settings)
+            opened = open_store(self.vault.root, self.settings)
+            self._store = opened if self._store_lock is None else _serialised(opened, self._store_lock)
         return self._store
 
     @property
@@ -306,16 +341,16 @@ class Index:
             tier = self.e5_embedder() if fill and not dry_run else None
             if tier is not None and not E5Mark(self.folder).holds(tier.model_id):
                 started = time.perf_counter()
-                summary.chunks_embedded_e5 = fill_e5(self.store(), tier, self.settings, progress or _silent)
-                E5Mark(self.folder).set(tier.model_id)
+                summary.chunks_embedded_e5 = self._fill(tier, progress, None)
                 summary.seconds = round(summary.seconds + time.perf_counter() - started, 3)
         self.vault.refresh()
         return summary
 
-    def fill_e5(self, progress: Progress | None = None) -> int:
+    def fill_e5(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None) -> int:
         """`mindnet embed`: add the e5 vector to every chunk lacking it (resumable).
 
-        Asking for the tier by name runs it whatever `quality_tier` says for imports.
+        Asking for the tier by name runs it whatever `quality_tier` says for imports. `stop` is
+        asked between committed batches (a resident server yields to a waiting import).
 
         Raises:
             MindnetError: the tier is not installed, or the vault was never imported.
@@ -328,10 +363,21 @@ class Index:
             if store.meta() is None:
                 root = self.vault.root
                 raise MindnetError(f"{root} is not imported yet: run `mindnet import {root}` first")
-            done = fill_e5(store, tier, self.settings, progress or _silent)
-            E5Mark(self.folder).set(tier.model_id)
+            done = self._fill(tier, progress, stop)
         self._searcher = None
         return done
+
+    def _fill(self, tier: Embedder, progress: Progress | None, stop: Callable[[], bool] | None) -> int:
+        """One run of the e5 phase; the mark is set only when no chunk is left without the vector."""
+        embedded, remaining = fill_e5(self.store(), tier, self.settings, progress or _silent, stop)
+        if not remaining:
+            E5Mark(self.folder).set(tier.model_id)
+        return embedded
+
+    def e5_complete(self) -> bool:
+        """Whether every chunk has its e5 vector (by the mark the phase sets when it finishes)."""
+        tier = self.e5_embedder()
+        return tier is not None and E5Mark(self.folder).holds(tier.model_id)
 
     def status(self) -> IndexStatus:
         """Counts read from the store, and the model that made its vectors."""
@@ -356,12 +402,39 @@ class Index:
             return True
         return any(self.folder.glob("qdrant/*.meta.json"))
 
-    def graph(self, ref: str, view: str = "neighbors") -> list[dict[str, Any]]:
-        """Linked notes read from the store's edges collection; the vault folder when not imported."""
+    def graph(self, ref: str, view: str = "neighbors", depth: int = 1) -> list[dict[str, Any]]:
+        """Linked notes read from the store's edges; the vault folder when not imported.
+
+        With `depth` > 1 the walk goes on from every resolved note it reached, and each row says
+        at which hop (`depth`) and from which note (`via`) it was found; a note appears once, at
+        its nearest hop.
+        """
+        if not 1 <= depth <= MAX_GRAPH_DEPTH:
+            raise MindnetError(f"depth must be between 1 and {MAX_GRAPH_DEPTH}, not {depth}")
         if not self.has_store():
+            if depth != 1:
+                raise MindnetError("a graph walk deeper than one hop needs an imported vault")
             return self.vault.graph(ref, view)
         store = self.store()
-        note_id = self._note_id(store, ref)
+        start = self._note_id(store, ref)
+        if depth == 1:
+            return self._hop(store, start, view)
+        rows: list[dict[str, Any]] = []
+        seen, frontier = {start}, [start]
+        for hop in range(1, depth + 1):
+            following: list[str] = []
+            for note_id in frontier:
+                for row in self._hop(store, note_id, view):
+                    if row["note_id"] in seen:
+                        continue
+                    seen.add(row["note_id"])
+                    rows.append({**row, "depth": hop, "via": note_id})
+                    if row["status"] == "resolved":
+                        following.append(row["note_id"])
+            frontier = following
+        return rows
+
+    def _hop(self, store: Store, note_id: str, view: str) -> list[dict[str, Any]]:
         edges = [
             edge_from_payload(p.id, p.payload)
             for flt in (Filter.all(Equals("note_id", note_id)), Filter.all(Equals("source_id", note_id)))
@@ -374,6 +447,37 @@ class Index:
         }
         return linked_notes(edges, note_id, view, info)
 
+    def note(self, ref: str) -> dict[str, Any]:
+        """One note from the store: its payload, full text, sections (headings with lines) and chunks.
+
+        `ref` is a note id, a title or a vault-relative path; a path that leaves the vault is
+        refused before anything is looked up. Only the store is read, never a file.
+
+        Raises:
+            NotFoundError: no such note; its `suggestions` are the closest names.
+        """
+        store = self.store()
+        note_id = self._note_id(store, vault_relative(ref))
+        found = store.retrieve("notes", [note_id])
+        if not found:
+            raise NotFoundError(f"no note {ref!r} in the store", self.closest_notes(ref))
+        payload = dict(found[0].payload)
+        fulltext = str(payload.pop("fulltext", ""))
+        chunks = sorted((p.payload for p in store.scroll("chunks", Filter.all(Equals("note_id", note_id)))),
+                        key=lambda c: int(c.get("chunk_index", 0)))
+        return {"note": payload, "fulltext": fulltext, "sections": note_sections(fulltext, payload),
+                "chunks": chunks}
+
+    def closest_notes(self, ref: str, n: int = 3) -> list[dict[str, str]]:
+        """The `n` stored notes whose id, title or path is most like `ref` (for a miss)."""
+        wanted = ref.casefold().removesuffix(".md")
+        scored: list[tuple[float, str, dict[str, str]]] = []
+        for p in self.store().scroll("notes", fields=("title", "path")):
+            names = (p.id, str(p.payload.get("title", "")), str(p.payload.get("path", "")).removesuffix(".md"))
+            ratio = max(difflib.SequenceMatcher(None, wanted, name.casefold()).ratio() for name in names)
+            scored.append((-ratio, p.id, {"note_id": p.id, "title": names[1], "path": str(p.payload.get("path"))}))
+        return [row for _, _, row in sorted(scored)[:n]]
+
     def _note_id(self, store: Store, ref: str) -> str:
         """A note id from an id, a path or a title, looked up in the store."""
         for field in ("note_id", "path", "title"):
@@ -383,7 +487,10 @@ class Index:
                     return hits[0].id
         note = self.vault.note(ref)
         if note is None:
-            raise MindnetError(f"no note {ref!r} in the store or the vault (give a note id, a path or a title)")
+            raise NotFoundError(
+                f"no note {ref!r} in the store or the vault (give a note id, a path or a title)",
+                self.closest_notes(ref) if store.meta() is not None else [],
+            )
         return note.note_id
 
     def searcher(self) -> Searcher:
@@ -448,3 +555,31 @@ class Index:
 
 def _silent(stage: str, done: int, total: int) -> None:
     return None
+
+
+class _Serialised:
+    """A store whose every call holds one lock; iterators are read to the end inside it.
+
+    Qdrant Edge is safe to call from any thread but not to call from two at once, and a scroll is
+    lazy: it must not run on after the lock is released.
+    """
+
+    def __init__(self, store: Store, lock: threading.RLock) -> None:
+        self._store = store
+        self._lock = lock
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._store, name)
+        if not callable(value):
+            return value
+
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                result = value(*args, **kwargs)
+                return list(result) if isinstance(result, Iterator) else result
+
+        return locked
+
+
+def _serialised(store: Store, lock: threading.RLock) -> Store:
+    return cast(Store, _Serialised(store, lock))

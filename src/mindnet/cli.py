@@ -23,7 +23,7 @@ from rich.table import Table
 from . import MindnetError, NoteError, Settings, load_settings
 
 if TYPE_CHECKING:
-    from . import ImportSummary
+    pass
 
 # The library modules (Qdrant, the model, numpy) are imported inside the commands that need
 # them: `mindnet lint` runs as a pre-commit hook and must start in a fraction of a second.
@@ -84,6 +84,33 @@ def settings_for(
     return dataclasses.replace(settings, recursive=recursive, recursive_by_type={})
 
 
+def _remote(vault: Path, settings: Settings) -> Any:
+    """A client of the `mindnet serve` that owns this vault's store, or None when none runs."""
+    from . import find_server, store_dir
+
+    address = find_server(store_dir(vault, settings))
+    if address is None:
+        return None
+    from .client import Remote
+
+    return Remote(address)
+
+
+def _index(vault: Path, settings: Settings) -> Any:
+    """The vault's `Index`, imported only here: a command a server answers never loads the store."""
+    from . import Index
+
+    return Index(vault, settings)
+
+
+def _needs_local_store(vault: Path, settings: Settings, what: str) -> None:
+    """Refuse what only the store's owner can do while a server owns it (Qdrant Edge is single-process)."""
+    remote = _remote(vault, settings)
+    if remote is not None:
+        raise MindnetError(f"{what} needs the store, which mindnet serve holds ({remote.address.url}, "
+                           f"pid {remote.address.pid}): stop it first")
+
+
 def _say(line: str) -> None:
     """One line on stderr, never wrapped or styled: editors and CI parse `path:line: …`."""
     sys.stderr.write(line + "\n")
@@ -132,32 +159,42 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a vault into its store; only what changed is chunked, embedded and written."""
-    from . import Index
-
     settings = settings_for(
         vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
         separator_group=separator_group, separators=separators, strict=strict or None,
         quality_tier=quality_tier,
     )
-    with Index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
-        summary = index.import_vault(full=full, dry_run=dry_run, progress=progress)
-    for line in summary.problems:
+    remote = _remote(vault, settings)
+    if remote is not None:
+        local_only = {"--dry-run": dry_run, "--strict": strict, "--strategy": strategy,
+                      "--max-chunk-size": max_chunk_size, "--separator-group": separator_group,
+                      "--separators": separators, "--quality-tier": quality_tier}
+        given = [flag for flag, value in local_only.items() if value]
+        if given:
+            raise MindnetError(f"mindnet serve imports this vault with its own settings ({remote.address.url}); "
+                               f"{', '.join(given)} would be ignored: stop the server to use them")
+        result: dict[str, Any] = remote.post("/api/import", {"full": full})
+    else:
+        with _index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
+            result = index.import_vault(full=full, dry_run=dry_run, progress=progress).as_dict()
+    for line in result["problems"]:
         _say(line)
     if as_json:
-        _print_json(summary.as_dict())
+        _print_json(result)
     else:
-        sys.stdout.write(_summary_line(summary) + "\n")
-    if summary.notes_failed:
+        sys.stdout.write(_summary_line(result) + "\n")
+    if result["notes_failed"]:
         raise typer.Exit(1)
 
 
-def _summary_line(s: ImportSummary) -> str:
-    verb = "would import" if s.dry_run else "imported"
-    e5 = f", {s.chunks_embedded_e5} e5" if s.chunks_embedded_e5 else ""
+def _summary_line(s: dict[str, Any]) -> str:
+    verb = "would import" if s["dry_run"] else "imported"
+    e5 = f", {s['chunks_embedded_e5']} e5" if s["chunks_embedded_e5"] else ""
     return (
-        f"{verb}: notes {s.notes_new} new, {s.notes_changed} changed, {s.notes_unchanged} unchanged, "
-        f"{s.notes_deleted} deleted, {s.notes_failed} failed; chunks {s.chunks_embedded} embedded{e5}, "
-        f"{s.chunks_reused} reused; edges {s.edges} (+{s.edges_added} −{s.edges_deleted}); {s.seconds:.2f} s"
+        f"{verb}: notes {s['notes_new']} new, {s['notes_changed']} changed, {s['notes_unchanged']} unchanged, "
+        f"{s['notes_deleted']} deleted, {s['notes_failed']} failed; chunks {s['chunks_embedded']} embedded{e5}, "
+        f"{s['chunks_reused']} reused; edges {s['edges']} (+{s['edges_added']} −{s['edges_deleted']}); "
+        f"{s['seconds']:.2f} s"
     )
 
 
@@ -169,10 +206,14 @@ def embed(
     as_json: JsonOpt = False,
 ) -> None:
     """Finish the e5 quality tier: embed the chunks that lack its vector (resumable)."""
-    from . import Index
-
     settings = settings_for(vault, config, store=store)
-    with Index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
+    remote = _remote(vault, settings)
+    if remote is not None:
+        e5 = remote.get("/api/status")["resident"]["e5"]
+        sys.stdout.write(f"mindnet serve fills the e5 tier in the background ({remote.address.url}): "
+                         f"{e5['done']} of {e5['total']} chunks this round\n")
+        return
+    with _index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
         count = index.fill_e5(progress=progress)
     if as_json:
         _print_json({"chunks_embedded_e5": count})
@@ -188,16 +229,23 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Counts of notes, chunks and edges in the store, and the model that made its vectors."""
-    from . import Index
-
-    with Index(vault, settings_for(vault, config, store=store)) as index:
-        info = index.status().as_dict()
+    settings = settings_for(vault, config, store=store)
+    remote = _remote(vault, settings)
+    if remote is not None:
+        info = remote.get("/api/status")
+    else:
+        with _index(vault, settings) as index:
+            info = index.status().as_dict()
     if as_json:
         _print_json(info)
         return
     table = Table(show_header=False, title="mindnet status")
     for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store"):
         table.add_row(key, str(info[key]))
+    if "server" in info:
+        resident = info["resident"]
+        table.add_row("server", f"{info['server']['url']} (pid {info['server']['pid']})")
+        table.add_row("watching", f"{resident['watching']}; last change: {resident['last_event'] or '-'}")
     out.print(table)
 
 
@@ -209,17 +257,26 @@ def graph(
     config: ConfigOpt = None,
     backlinks: Annotated[bool, typer.Option("--backlinks", help="Only notes that link here.")] = False,
     references: Annotated[bool, typer.Option("--references", help="Only notes this one links to.")] = False,
-    neighbors: Annotated[bool, typer.Option("--neighbors", help="Both directions (default).")] = False,
+    unresolved: Annotated[bool, typer.Option("--unresolved", help="Only links to notes that do not exist.")] = False,
+    depth: Annotated[int, typer.Option("--depth", help="Hops to walk (1-3); deeper rows say where from.")] = 1,
     as_json: JsonOpt = False,
 ) -> None:
-    """The notes linked from and to a note (R16): from the store, or the vault when not imported."""
-    from . import Index
+    """The notes linked from and to a note (R16): from the store, or the vault when not imported.
 
-    view = "neighbors"
-    if backlinks != references:
-        view = "backlinks" if backlinks else "references"
-    with Index(vault, settings_for(vault, config, store=store)) as index:
-        rows = index.graph(note, view)
+    Without a view option both directions are shown.
+    """
+    chosen = [name for name, on in (("backlinks", backlinks), ("references", references),
+                                    ("unresolved", unresolved)) if on]
+    if len(chosen) > 1:
+        raise MindnetError(f"choose one of --{', --'.join(chosen)} (none shows both directions)")
+    view = chosen[0] if chosen else "neighbors"
+    settings = settings_for(vault, config, store=store)
+    remote = _remote(vault, settings)
+    if remote is not None:
+        rows = remote.get("/api/graph", {"ref": note, "view": view, "depth": depth})
+    else:
+        with _index(vault, settings) as index:
+            rows = index.graph(note, view, depth)
     if as_json:
         _print_json(rows)
         return
@@ -271,21 +328,29 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion (R22)."""
-    from . import Index
-
-    flt = _filters(types, tags, area, project, lang, path, note, date_from, date_to)
-    with Index(vault, settings_for(vault, config, store=store)) as index:
-        hits = index.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
+    settings = settings_for(vault, config, store=store)
+    remote = _remote(vault, settings)
+    if remote is not None:
+        params = {"q": query, "k": k, "mode": mode, "expand": expand, "by_note": by_note, "type": types,
+                  "tag": tags, "area": area, "project": project, "lang": lang, "path": path, "note": note,
+                  "from": date_from, "to": date_to}
+        hits: list[dict[str, Any]] = remote.get("/api/search", params)
+    else:
+        flt = _filters(types, tags, area, project, lang, path, note, date_from, date_to)
+        with _index(vault, settings) as index:
+            found = index.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
+        hits = [dataclasses.asdict(h) for h in found]
     if as_json:
-        _print_json([dataclasses.asdict(h) for h in hits])
+        _print_json(hits)
         return
     if not hits:
         sys.stdout.write("no results\n")
         return
     for h in hits:
-        where = f"{h.path}:{h.line_start}-{h.line_end}"
-        out.print(f"[bold]{h.rank}. {h.title}[/bold]  [dim]{h.section_path}  {where}  {h.score:.3f}[/dim]")
-        snippet = " ".join(h.text.split())
+        where = f"{h['path']}:{h['line_start']}-{h['line_end']}"
+        head = f"[bold]{h['rank']}. {h['title']}[/bold]"
+        out.print(f"{head}  [dim]{h['section_path']}  {where}  {h['score']:.3f}[/dim]")
+        snippet = " ".join(h["text"].split())
         out.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", markup=False)
 
 
@@ -302,14 +367,17 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """A token-budgeted context for an LLM prompt, with citations (R23)."""
-    from . import Index
-
-    with Index(vault, settings_for(vault, config, store=store)) as index:
-        ctx = index.context(query, budget=budget, k=k, mode=mode, expand=expand)
+    settings = settings_for(vault, config, store=store)
+    remote = _remote(vault, settings)
+    if remote is not None:
+        ctx = remote.post("/api/context", {"query": query, "budget": budget, "k": k, "mode": mode, "expand": expand})
+    else:
+        with _index(vault, settings) as index:
+            ctx = dataclasses.asdict(index.context(query, budget=budget, k=k, mode=mode, expand=expand))
     if as_json:
-        _print_json(dataclasses.asdict(ctx))
+        _print_json(ctx)
         return
-    sys.stdout.write(ctx.text.rstrip("\n") + "\n")
+    sys.stdout.write(ctx["text"].rstrip("\n") + "\n")
 
 
 @app.command("eval")
@@ -354,15 +422,80 @@ def migrate(
     as_json: JsonOpt = False,
 ) -> None:
     """Copy the embedded store to a Qdrant server or cluster (vectors included, no re-embedding)."""
-    from . import Index
-
     settings = settings_for(vault, config, store=store)
-    with _progress_bars(err.is_terminal and not as_json) as progress:
-        copied = Index(vault, settings).migrate(to, api_key=api_key, progress=progress)
+    _needs_local_store(vault, settings, "mindnet migrate")
+    with _progress_bars(err.is_terminal and not as_json) as progress, _index(vault, settings) as index:
+        copied = index.migrate(to, api_key=api_key, progress=progress)
     if as_json:
         _print_json(copied)
     else:
         sys.stdout.write(", ".join(f"{n} {c}" for n, c in copied.items()) + f" copied to {to}\n")
+
+@app.command()
+def serve(
+    vault: VaultArg = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; not loopback needs MINDNET_API_KEY.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port (0: any free one).")] = 7341,
+    watch: Annotated[bool, typer.Option("--watch/--no-watch", help="Re-import notes when files change.")] = True,
+    e5: Annotated[bool, typer.Option("--e5/--no-e5", help="Fill the e5 tier in the background.")] = True,
+) -> None:
+    """Keep the vault's index open: an HTTP API (and the page), watch mode, the e5 tier in the background.
+
+    Other mindnet commands on the same store talk to it; Ctrl-C or SIGTERM finishes the write in
+    flight and closes the store.
+    """
+    import logging
+    import os
+
+    from .server import serve as run_server
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = settings_for(vault, config, store=store)
+    if not vault.is_dir():
+        raise MindnetError(f"vault not found: {vault}")
+    run_server(vault, settings, host=host, port=port, api_key=os.environ.get("MINDNET_API_KEY") or None,
+               watch=watch, e5=e5)
+
+
+@app.command("watch")
+def watch_(
+    vault: VaultArg = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    e5: Annotated[bool, typer.Option("--e5/--no-e5", help="Fill the e5 tier in the background.")] = False,
+) -> None:
+    """Re-import notes as they change, without a server (Ctrl-C stops)."""
+    import logging
+    import signal
+    import threading
+
+    from . import Resident
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = settings_for(vault, config, store=store)
+    if not vault.is_dir():
+        raise MindnetError(f"vault not found: {vault}")
+    _needs_local_store(vault, settings, "mindnet watch")
+    resident = Resident(vault, settings, watch=True, e5=e5)
+    stopped = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    try:
+        resident.index.store()
+        summary = resident.start().result()
+        sys.stdout.write(_summary_line(summary.as_dict()) + "\n")
+        sys.stderr.write(f"watching {vault} (Ctrl-C stops)\n")
+        while not stopped.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        resident.stop()
 
 
 @app.command()

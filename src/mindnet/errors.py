@@ -36,3 +36,11 @@ class ChunkingError(MindnetError):
 
 class StoreError(MindnetError):
     """The store is unusable: locked, built with another model, unreachable."""
+
+
+class NotFoundError(MindnetError):
+    """A note (or other named thing) that does not exist; `suggestions` are the closest names."""
+
+    def __init__(self, message: str, suggestions: list[dict[str, str]] | None = None) -> None:
+        super().__init__(message)
+        self.suggestions = suggestions or []

@@ -54,11 +54,16 @@ class E5Mark:
             self.path.unlink()
 
 
-def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Progress) -> int:
+def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Progress,
+            stop: Callable[[], bool] | None = None) -> tuple[int, int]:
     """Add the `e5` vector to chunks without it, shortest first, one committed batch at a time.
 
     The text-hash cache (when `embedder` is a `CachedEmbedder`) means a chunk re-written by an
-    import gets its vector back without the model. Returns the chunks the model embedded.
+    import gets its vector back without the model. `stop` is asked between batches: a resident
+    server stops the phase when an import is waiting or it shuts down, and resumes it later.
+
+    Returns:
+        (chunks the model embedded, chunks still without the vector).
     """
     store.ensure(StoreSchema(vectors=(VectorSpec(E5_VECTOR, embedder.model_id, embedder.dim),)))
     missing: list[tuple[int, str]] = []
@@ -68,10 +73,13 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
     missing.sort()
     total = len(missing)
     if not total:
-        return 0
+        return 0, 0
     before = getattr(embedder, "misses", 0)
     progress("e5", 0, total)
+    done = 0
     for start in range(0, total, E5_BATCH):
+        if stop is not None and stop():
+            break
         ids = [chunk_id for _, chunk_id in missing[start : start + E5_BATCH]]
         points = store.retrieve("chunks", ids, with_vectors=True)
         vectors = embedder.embed_passages([stored_embedding_input(p.payload, settings) for p in points])
@@ -82,6 +90,8 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
                 for p, v in zip(points, vectors, strict=True)
             ],
         )
-        progress("e5", min(start + E5_BATCH, total), total)
+        done = min(start + E5_BATCH, total)
+        progress("e5", done, total)
     store.optimize()
-    return getattr(embedder, "misses", 0) - before if hasattr(embedder, "misses") else total
+    embedded = getattr(embedder, "misses", 0) - before if hasattr(embedder, "misses") else done
+    return embedded, total - done

@@ -224,7 +224,7 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
     Symlinks are followed only while they stay inside the vault, and each real folder is entered
     once, so a symlink loop ends with a report instead of recursion.
     """
-    spec = _ignore_spec(root)
+    spec = ignore_spec(root)
     real_root = root.resolve()
     notes: list[str] = []
     others: list[str] = []
@@ -275,7 +275,8 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
     return notes, others, problems
 
 
-def _ignore_spec(root: Path) -> pathspec.PathSpec | None:
+def ignore_spec(root: Path) -> pathspec.PathSpec | None:
+    """The vault's `.mindnetignore` as gitignore patterns, or None without one."""
     path = root / IGNORE_FILE
     if not path.is_file():
         return None

@@ -1,0 +1,198 @@
+"""`mindnet serve`: one resident process that owns a vault's index and answers over HTTP.
+
+It listens on a loopback TCP port (the page, HTTP clients) and on a Unix socket in the store
+folder (the CLI); `server.json` beside the socket says where. Everything it answers comes from
+`Resident` and `Index`; this package only binds sockets, checks requests and shuts down cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .. import (
+    MindnetError,
+    Resident,
+    ServerAddress,
+    Settings,
+    find_server,
+    remove_address,
+    socket_path,
+    store_dir,
+    write_address,
+)
+
+DEFAULT_PORT = 7341
+log = logging.getLogger("mindnet.serve")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, api_key: str | None) -> None:
+    """Refuse a non-loopback address without an API key: anyone on the network could read the vault."""
+    if not is_loopback(host) and not api_key:
+        raise MindnetError(
+            f"--host {host} exposes the vault beyond this machine: set MINDNET_API_KEY (clients send it as "
+            "'Authorization: Bearer KEY'), or keep the default 127.0.0.1"
+        )
+
+
+def already_running(folder: Path) -> None:
+    """A second server on one store says where the first one runs (the store is single-process)."""
+    running = find_server(folder)
+    if running is not None:
+        raise MindnetError(f"mindnet serve already runs for {folder} at {running.url} (pid {running.pid})")
+
+
+def serve(
+    vault: Path,
+    settings: Settings,
+    *,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    api_key: str | None = None,
+    watch: bool = True,
+    e5: bool = True,
+    resident: Resident | None = None,
+    ready: Any = None,
+) -> None:
+    """Run until SIGINT/SIGTERM; then finish the write in flight and close the store.
+
+    Args:
+        port: TCP port; 0 picks a free one (tests), and `server.json` tells which.
+        resident: an unstarted resident to serve (tests inject models this way).
+        ready: called with the `ServerAddress` once both sockets listen.
+
+    Raises:
+        MindnetError: a server already runs for the store, or the binding would be unsafe.
+    """
+    import uvicorn
+
+    from .app import Guard, create_app
+
+    check_binding(host, api_key)
+    folder = store_dir(vault, settings)
+    already_running(folder)
+    resident = resident or Resident(vault, settings, watch=watch, e5=e5)
+    resident.index.store()  # fails now, not in a thread, when another process holds the store
+    tcp = _tcp_socket(host, port)
+    url = f"http://{_url_host(host)}:{tcp.getsockname()[1]}"
+    uds_path = socket_path(folder)
+    uds = _unix_socket(uds_path) if uds_path is not None else None
+    address = ServerAddress(url=url, socket=str(uds_path) if uds else None, pid=os.getpid(), host=host,
+                            started=time.time(), vault=str(vault))
+    resident.start()
+    app = create_app(resident, info={"url": url, "pid": os.getpid(), "socket": address.socket})
+    extra_hosts = frozenset() if is_loopback(host) or host in ("0.0.0.0", "::") else frozenset({host})
+    servers = [(_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key),
+                                            log_config=None, access_log=False, lifespan="off")), tcp)]
+    if uds is not None:
+        servers.append((_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key,
+                                                          trusted=True),
+                                                    log_config=None, access_log=False, lifespan="off")), uds))
+    try:
+        with _stop_on_signals([s for s, _ in servers]):
+            asyncio.run(_serve_all(servers, lambda: _published(folder, address, ready)))
+    finally:
+        log.info("shutting down: finishing the write in flight")
+        resident.stop()
+        remove_address(folder, os.getpid())
+        for _, sock in servers:
+            sock.close()
+
+
+def _published(folder: Path, address: ServerAddress, ready: Any) -> None:
+    write_address(folder, address)
+    sys.stderr.write(f"mindnet serve: {address.url} (vault {address.vault}; Ctrl-C stops)\n")
+    if ready is not None:
+        ready(address)
+
+
+async def _serve_all(servers: list[tuple[Any, socket.socket]], on_ready: Any) -> None:
+    tasks = [asyncio.create_task(server.serve(sockets=[sock])) for server, sock in servers]
+    while not all(server.started for server, _ in servers):
+        if any(t.done() for t in tasks):
+            break
+        await asyncio.sleep(0.01)
+    else:
+        on_ready()
+    await asyncio.gather(*tasks)
+
+
+class _QuietServer:
+    """uvicorn's server without its own signal handling: `serve()` stops every socket on one signal."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Iterator[None]:
+                yield
+
+        return Server(config)
+
+
+@contextlib.contextmanager
+def _stop_on_signals(servers: list[Any]) -> Iterator[None]:
+    def stop(_signum: int, _frame: Any) -> None:
+        for server in servers:
+            server.should_exit = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _tcp_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise MindnetError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (try --port)") from None
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _unix_socket(path: Path) -> socket.socket:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()  # a stale socket of a killed server (the address check said nobody answers)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)  # owner only: the socket needs no API key
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    sock.listen(128)
+    sock.setblocking(False)
+    return sock
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host

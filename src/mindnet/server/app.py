@@ -1,0 +1,225 @@
+"""The HTTP API of `mindnet serve`: routes that call `Resident`/`Index` and return the CLI's `--json` shapes.
+
+No logic of its own: every route validates its arguments, calls one method of the resident index
+and serialises what comes back. Security lives in one ASGI middleware (`Guard`): the Host and
+Origin checks against DNS rebinding, the bearer key, and the request size limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import logging
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from fastapi import Body, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from .. import (
+    GRAPH_VIEWS,
+    MAX_GRAPH_DEPTH,
+    MODES,
+    MindnetError,
+    NotFoundError,
+    Resident,
+    SearchFilters,
+    StoreError,
+    __version__,
+)
+
+log = logging.getLogger("mindnet.http")
+
+MAX_K = 100
+MAX_BUDGET = 32_000
+MAX_QUERY_CHARS = 2_000
+MAX_BODY_BYTES = 1 << 20
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> FastAPI:
+    """The API over one resident index; `info` (url, pid) is added to `/api/status`."""
+    app = FastAPI(title="mindnet", version=__version__, docs_url=None, redoc_url=None,
+                  description="Search, read and walk a Markdown vault indexed by mindnet.")
+    extra = info or {}
+    index = resident.index
+
+    @app.get("/api/health", summary="The server answers")
+    def health() -> dict[str, Any]:
+        return {"status": "ok", "version": __version__}
+
+    @app.get("/api/status", summary="Counts, models, e5 progress and watch state")
+    def status() -> dict[str, Any]:
+        return resident.status() | {"server": extra}
+
+    @app.get("/api/search", summary="Hybrid, dense or lexical search (the shape of `mindnet search --json`)")
+    def search(
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="The query.")],
+        k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
+        mode: Annotated[str, Query(pattern="^(" + "|".join(MODES) + ")$")] = "hybrid",
+        by_note: bool = False,
+        expand: bool = False,
+        type: Annotated[list[str] | None, Query()] = None,
+        tag: Annotated[list[str] | None, Query()] = None,
+        lang: str | None = None,
+        path: str | None = None,
+        area: str | None = None,
+        project: str | None = None,
+        note: Annotated[list[str] | None, Query()] = None,
+        date_from: Annotated[str | None, Query(alias="from")] = None,
+        date_to: Annotated[str | None, Query(alias="to")] = None,
+    ) -> list[dict[str, Any]]:
+        filters = SearchFilters(
+            type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
+            path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
+        )
+        hits = index.search(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note)
+        return [dataclasses.asdict(h) for h in hits]
+
+    @app.post("/api/context", summary="A token-budgeted context with citations (`mindnet context --json`)")
+    def context(
+        query: Annotated[str, Body(min_length=1, max_length=MAX_QUERY_CHARS)],
+        budget: Annotated[int, Body(ge=50, le=MAX_BUDGET)] = 2000,
+        k: Annotated[int, Body(ge=1, le=MAX_K)] = 12,
+        mode: Annotated[str, Body(pattern="^(" + "|".join(MODES) + ")$")] = "hybrid",
+        expand: Annotated[bool, Body()] = True,
+    ) -> dict[str, Any]:
+        return dataclasses.asdict(index.context(query, budget=budget, k=k, mode=mode, expand=expand))
+
+    @app.get("/api/note", summary="A note by id, vault-relative path or title: payload, text, sections, chunks")
+    def note(ref: Annotated[str, Query(min_length=1, max_length=1000)]) -> dict[str, Any]:
+        return index.note(ref)
+
+    @app.get("/api/graph", summary="Links, backlinks or unresolved links of a note, up to a depth")
+    def graph(
+        ref: Annotated[str, Query(min_length=1, max_length=1000)],
+        view: Annotated[str, Query(pattern="^(" + "|".join(GRAPH_VIEWS) + ")$")] = "neighbors",
+        depth: Annotated[int, Query(ge=1, le=MAX_GRAPH_DEPTH)] = 1,
+    ) -> list[dict[str, Any]]:
+        return index.graph(ref, view, depth)
+
+    @app.post("/api/import", summary="Import now (what changed); waits for the result (`mindnet import --json`)")
+    def import_now(full: Annotated[bool, Body(embed=True)] = False) -> dict[str, Any]:
+        return resident.request_import(full=full).result().as_dict()
+
+    _errors(app)
+    return app
+
+
+def _errors(app: FastAPI) -> None:
+    """Every error is one JSON object with a message a person can act on, never a traceback."""
+
+    @app.exception_handler(NotFoundError)
+    async def not_found(_request: Request, exc: NotFoundError) -> JSONResponse:
+        return JSONResponse({"error": str(exc), "suggestions": exc.suggestions}, status_code=404)
+
+    @app.exception_handler(StoreError)
+    async def store_error(_request: Request, exc: StoreError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=503)
+
+    @app.exception_handler(MindnetError)
+    async def bad_request(_request: Request, exc: MindnetError) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("query", "body"))
+            parts.append(f"{where or 'request'}: {err.get('msg', 'invalid')}")
+        return JSONResponse({"error": "; ".join(parts)}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def internal(_request: Request, exc: Exception) -> JSONResponse:
+        log.error("internal error: %r", exc, exc_info=exc)
+        return JSONResponse({"error": f"internal error ({type(exc).__name__}); see the server log"}, status_code=500)
+
+
+class Guard:
+    """Host/Origin checks, the bearer key, a body size limit and one log line per request.
+
+    Args:
+        app: the API.
+        allowed_hosts: host names a request may address (`Host`), beside the loopback names; a
+            browser page on any other origin (DNS rebinding, a hostile site) is refused.
+        api_key: required as `Authorization: Bearer KEY` unless `trusted` (the Unix socket, whose
+            file permissions already admit only its owner).
+    """
+
+    def __init__(self, app: ASGIApp, *, allowed_hosts: frozenset[str], api_key: str | None,
+                 trusted: bool = False) -> None:
+        self.app = app
+        self.hosts = LOOPBACK | {h.lower() for h in allowed_hosts}
+        self.api_key = api_key
+        self.trusted = trusted
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status: list[int] = []
+
+        async def logged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status.append(int(message["status"]))
+            await send(message)
+
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            code, text = refusal
+            await JSONResponse({"error": text}, status_code=code)(scope, receive, logged)
+        else:
+            await self.app(scope, _limited(receive, scope, MAX_BODY_BYTES), logged)
+        log.info("%s %s %s %.1fms", scope["method"], scope["path"], status[0] if status else "-",
+                 (time.perf_counter() - started) * 1000)
+
+    def _refusal(self, scope: Scope) -> tuple[int, str] | None:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        host = _hostname(headers.get("host", ""))
+        if host not in self.hosts:
+            return 421, f"host {host or '(none)'!r} is not served here (allowed: {', '.join(sorted(self.hosts))})"
+        origin = headers.get("origin")
+        if origin and origin != "null" and _hostname(urlsplit(origin).netloc) not in self.hosts:
+            return 403, f"cross-origin request from {origin} refused"
+        size = headers.get("content-length")
+        if size is not None and (not size.isdigit() or int(size) > MAX_BODY_BYTES):
+            return 413, f"request body over {MAX_BODY_BYTES} bytes"
+        if self.api_key and not self.trusted and scope["path"] != "/api/health":
+            given = headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {self.api_key}".encode()):
+                return 401, "missing or wrong API key (send Authorization: Bearer $MINDNET_API_KEY)"
+        return None
+
+
+def _hostname(netloc: str) -> str:
+    """`example.org:8080` → `example.org`, `[::1]:80` → `::1`."""
+    netloc = netloc.strip().lower()
+    if netloc.startswith("["):
+        return netloc[1:].split("]", 1)[0]
+    return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
+
+
+def _limited(receive: Receive, scope: Scope, limit: int) -> Receive:
+    """`receive` that fails a body (chunked, without Content-Length) once it passes `limit` bytes."""
+    seen = 0
+
+    async def guarded() -> Message:
+        nonlocal seen
+        message = await receive()
+        if message["type"] == "http.request":
+            seen += len(message.get("body", b""))
+            if seen > limit:
+                raise MindnetError(f"request body over {limit} bytes")
+        return message
+
+    return guarded

@@ -1,0 +1,282 @@
+"""The resident owner of one vault's index: a writer thread, a file watcher, the e5 tier in the background.
+
+`mindnet serve`, `mindnet watch` and `mindnet mcp` all run one `Resident`. It holds one `Index`
+(opened `shared`, so searches from request threads interleave with the writer at store-call
+granularity) and a single worker thread that does every write, in this order of priority:
+
+1. imports: requested by the watcher (a save, a rename, a `git checkout` of 500 files) or by a
+   client; requests that arrive while an import runs are coalesced into one follow-up import;
+2. the e5 tier, one committed batch at a time, asking between batches whether an import waits.
+
+Nothing here computes a search result or a payload: every answer comes from `Index`. A kill at any
+moment is repaired by the import journal on the next start, exactly as for a killed `mindnet import`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .api import Index
+from .config import Settings, store_dir
+from .embedding import Embedder
+from .sync import ImportSummary
+from .vault import EXCLUDED_DIRS, IGNORE_FILE, ignore_spec
+
+log = logging.getLogger("mindnet.serve")
+
+EDITOR_TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".temp", ".bak", "~", ".crswap", ".part", ".kate-swp")
+"""Files editors write beside a note while saving (vim, Kate, Chrome, rsync); never a note change."""
+EDITOR_TEMP_NAMES = frozenset({"4913", ".DS_Store"})
+"""vim probes a folder's writability with a file named 4913; macOS writes .DS_Store."""
+
+
+@dataclass(slots=True)
+class ResidentState:
+    """What the status endpoint and the console line report; written by the worker and the watcher."""
+
+    started: float = field(default_factory=time.time)
+    watching: bool = False
+    last_event: str | None = None
+    """The last change the watcher saw, e.g. `modified concepts/rrf.md (+2 more)`."""
+    last_event_at: float | None = None
+    importing: bool = False
+    imports: int = 0
+    last_import: dict[str, Any] | None = None
+    last_error: str | None = None
+    e5_enabled: bool = False
+    e5_done: int = 0
+    e5_total: int = 0
+    e5_complete: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "started": self.started, "watching": self.watching, "last_event": self.last_event,
+            "last_event_at": self.last_event_at, "importing": self.importing, "imports": self.imports,
+            "last_import": self.last_import, "last_error": self.last_error,
+            "e5": {"enabled": self.e5_enabled, "done": self.e5_done, "total": self.e5_total,
+                   "complete": self.e5_complete},
+        }
+
+
+def change_filter(vault: Path, settings: Settings) -> Callable[[str], bool]:
+    """Whether a changed path can change the index: not in `.obsidian/`, `.git/`, the store folder,
+    `.mindnetignore`'s matches, nor an editor's temp file. `mindnet.toml` itself is ignored: new
+    settings need a restart, as a server's configuration usually does."""
+    root = vault.resolve()
+    store = store_dir(vault, settings).resolve()
+    spec = ignore_spec(vault)
+
+    def relevant(path: str) -> bool:
+        p = Path(path)
+        try:
+            rel = p.resolve().relative_to(root) if p.exists() else p.absolute().relative_to(root)
+        except ValueError:
+            return False
+        if p.absolute().is_relative_to(store) or any(part in EXCLUDED_DIRS for part in rel.parts):
+            return False
+        name = rel.name
+        if name in EDITOR_TEMP_NAMES or name.endswith(EDITOR_TEMP_SUFFIXES) or name.startswith((".#", "~$")):
+            return False
+        if name in ("mindnet.toml",):
+            return False
+        if name == IGNORE_FILE:
+            return True  # what is ignored changed: the next import finds notes come and gone
+        return spec is None or not spec.match_file(rel.as_posix())
+
+    return relevant
+
+
+class Resident:
+    """One vault's index kept open, current and filling its e5 tier, for as long as it runs."""
+
+    def __init__(
+        self,
+        vault: str | Path,
+        settings: Settings,
+        *,
+        watch: bool = True,
+        e5: bool = True,
+        embedder: Embedder | None = None,
+        e5_model: Embedder | None = None,
+        step_ms: int = 100,
+        debounce_ms: int = 1600,
+    ) -> None:
+        """Bind a vault; `start()` opens the index and starts the threads.
+
+        Args:
+            watch: re-import on file changes (watchfiles); off, imports happen only on request.
+            e5: fill the e5 tier in the background where it is installed.
+            embedder, e5_model: models to use instead of the packaged ones (tests).
+            step_ms: quiet time after the last change before an import starts.
+            debounce_ms: longest time changes are gathered into one import.
+        """
+        self.index = Index(vault, settings, embedder=embedder, e5=e5_model, shared=True)
+        self.root = self.index.vault.root
+        self.settings = settings
+        self.state = ResidentState(e5_enabled=e5)
+        self._watch = watch
+        self._step_ms = step_ms
+        self._debounce_ms = debounce_ms
+        self._stop = threading.Event()
+        self._wake = threading.Condition()
+        self._pending: list[Future[ImportSummary]] = []
+        self._wanted = False
+        self._full = False
+        self._threads: list[threading.Thread] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> Future[ImportSummary]:
+        """Start the worker (which imports once at once) and the watcher; the future is that first import."""
+        first = self.request_import()
+        self._threads = [threading.Thread(target=self._work, name="mindnet-writer", daemon=True)]
+        if self._watch:
+            self._threads.append(threading.Thread(target=self._watch_files, name="mindnet-watch", daemon=True))
+        for thread in self._threads:
+            thread.start()
+        return first
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Finish the write in flight (an import, or one e5 batch), then close the index.
+
+        An import that does not finish within `timeout` is left to its journal: the next start
+        repairs the store as after a kill.
+        """
+        self._stop.set()
+        with self._wake:
+            self._wake.notify_all()
+        for thread in self._threads:
+            thread.join(timeout)
+        self.index.close()
+        for waiting in self._take_pending():
+            if not waiting.done():
+                waiting.cancel()
+
+    # -- requests ----------------------------------------------------------------------------------
+
+    def request_import(self, full: bool = False) -> Future[ImportSummary]:
+        """Queue an import; requests that arrive before it starts share it (one import, one result)."""
+        future: Future[ImportSummary] = Future()
+        with self._wake:
+            self._pending.append(future)
+            self._wanted = True
+            self._full = self._full or full
+            self._wake.notify_all()
+        return future
+
+    def status(self) -> dict[str, Any]:
+        """The index's counts plus what this process is doing (the `status` endpoint's shape)."""
+        info = self.index.status().as_dict()
+        info["resident"] = self.state.as_dict()
+        return info
+
+    # -- the writer --------------------------------------------------------------------------------
+
+    def _work(self) -> None:
+        while not self._stop.is_set():
+            if self._next_import():
+                continue
+            if self._e5_step():
+                continue
+            with self._wake:
+                if not self._wanted and not self._stop.is_set():
+                    self._wake.wait()
+
+    def _next_import(self) -> bool:
+        """Run the waiting import, if any; True when one ran."""
+        with self._wake:
+            if not self._wanted:
+                return False
+            self._wanted, full = False, self._full
+            self._full = False
+            waiting = self._take_pending()
+        self.state.importing = True
+        try:
+            summary = self.index.import_vault(full=full, e5=False)
+        except Exception as exc:  # one failed import must not end the server: report it and go on
+            self.state.last_error = f"import failed: {exc}"
+            log.exception("import failed")
+            for future in waiting:
+                future.set_exception(exc)
+            return True
+        finally:
+            self.state.importing = False
+        self.state.imports += 1
+        self.state.last_import = summary.as_dict() | {"problems": len(summary.problems), "finished": time.time()}
+        self.state.e5_complete = False
+        log.info("import notes_new=%d notes_changed=%d notes_deleted=%d chunks_embedded=%d seconds=%.2f",
+                 summary.notes_new, summary.notes_changed, summary.notes_deleted, summary.chunks_embedded,
+                 summary.seconds)
+        for future in waiting:
+            future.set_result(summary)
+        return True
+
+    def _e5_step(self) -> bool:
+        """Fill the e5 tier until an import waits or it is complete; True when there was work."""
+        if not self.state.e5_enabled or self.state.e5_complete:
+            return False
+        if self.index.e5_embedder() is None:
+            self.state.e5_enabled = False
+            return False
+        if self.index.e5_complete():
+            self.state.e5_complete = True
+            return False
+        try:
+            self.index.fill_e5(progress=self._e5_progress, stop=self._yield_to_imports)
+        except Exception as exc:  # the tier is optional: a failure leaves search on the default tier
+            self.state.last_error = f"e5 tier failed: {exc}"
+            self.state.e5_enabled = False
+            log.exception("e5 tier failed")
+            return False
+        self.state.e5_complete = self.index.e5_complete()
+        return True
+
+    def _yield_to_imports(self) -> bool:
+        return self._stop.is_set() or self._wanted
+
+    def _e5_progress(self, stage: str, done: int, total: int) -> None:
+        self.state.e5_done, self.state.e5_total = done, total
+
+    def _take_pending(self) -> list[Future[ImportSummary]]:
+        waiting, self._pending = self._pending, []
+        return waiting
+
+    # -- the watcher -------------------------------------------------------------------------------
+
+    def _watch_files(self) -> None:
+        import watchfiles
+
+        relevant = change_filter(self.root, self.settings)
+        self.state.watching = True
+        try:
+            for changes in watchfiles.watch(
+                self.root, watch_filter=lambda _change, path: relevant(path), stop_event=self._stop,
+                step=self._step_ms, debounce=self._debounce_ms, rust_timeout=5000, yield_on_timeout=False,
+                raise_interrupt=False,
+            ):
+                self._changed(changes)
+        except Exception as exc:  # a vanished vault folder, too many inotify watches
+            self.state.last_error = f"watcher stopped: {exc}"
+            log.exception("watcher stopped")
+        finally:
+            self.state.watching = False
+
+    def _changed(self, changes: Iterable[tuple[Any, str]]) -> None:
+        seen = sorted(changes, key=lambda c: c[1])
+        if not seen:
+            return
+        kind, path = seen[0]
+        root = self.root.resolve()
+        rel = Path(path).relative_to(root) if Path(path).is_relative_to(root) else Path(path)
+        more = f" (+{len(seen) - 1} more)" if len(seen) > 1 else ""
+        self.state.last_event = f"{getattr(kind, 'name', kind)} {rel.as_posix()}{more}"
+        self.state.last_event_at = time.time()
+        log.info("change %s", self.state.last_event)
+        self.request_import()
