@@ -1,6 +1,7 @@
 """The `Store` interface both adapters implement, and the helpers they share.
 
-Public methods validate and map ids here once; an adapter only supplies the `_` primitives.
+Both adapters share the schema check, the vector splitting and the mapping of engine results to
+`StoredPoint` / `ScoredPoint` kept here, so they differ only in how they talk to their engine.
 """
 
 from __future__ import annotations
