@@ -1,0 +1,395 @@
+"""The `Store` interface both adapters implement, and the helpers they share.
+
+Both adapters share the schema check, the vector splitting and the mapping of engine results to
+`StoredPoint` / `ScoredPoint` kept here, so they differ only in how they talk to their engine.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ..errors import StoreError
+from .lexical import SPARSE_VECTOR
+from .records import (
+    COLLECTIONS,
+    ID_FIELDS,
+    CollectionName,
+    Filter,
+    PointRecord,
+    ScoredPoint,
+    SparseVec,
+    StoredPoint,
+    StoreSchema,
+    VectorSpec,
+    point_id,
+)
+
+KEYWORD_INDEXES: Mapping[str, tuple[str, ...]] = {
+    # R17 lists note_id, type, tags, lang, path for chunks; area and project are the other R22 filters.
+    "chunks": ("note_id", "type", "tags", "lang", "path", "area", "project"),
+    "notes": ("note_id", "type", "status", "tags", "aliases", "lang", "path", "area", "project", "sync_state",
+              "content_hash"),
+    "edges": ("note_id", "kind", "scope", "source_id", "target_id", "status", "link_keys"),
+}
+PREFIX_INDEXED = frozenset({"path"})
+"""Keyword fields indexed for prefix matching (R22 "path prefix")."""
+TEXT_INDEXES: Mapping[str, tuple[str, ...]] = {"chunks": ("text",)}
+"""Full-text payload indexes (R17: chunk `text`)."""
+
+_BATCH = 256
+"""Points per write call: large enough to amortise a round trip, small enough for one HTTP body."""
+
+
+class Store(ABC):
+    """Collections `{prefix}_notes`, `{prefix}_chunks`, `{prefix}_edges` with their indexes (R17, R20).
+
+    Public methods validate and map ids once here; adapters implement the `_` primitives on
+    full collection names and Qdrant point ids. Writers call `ensure()` first; readers of an
+    existing store may skip it (the recorded schema is loaded on first use).
+    """
+
+    def __init__(self, prefix: str, hnsw_m: int, hnsw_ef_construct: int) -> None:
+        self.prefix = prefix
+        self.hnsw_m = hnsw_m
+        self.hnsw_ef_construct = hnsw_ef_construct
+        self._meta: dict[str, Any] | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def ensure(self, schema: StoreSchema) -> None:
+        """Create missing collections, vectors and indexes, and check the recorded schema.
+
+        Idempotent. A vector name new to the store is added; an existing name with another model
+        id or dimension, another chunking hash or schema version raises.
+
+        Raises:
+            StoreError: what differs and how to fix it (`--full` re-import or another `--store`).
+        """
+        stored = self._read_meta()
+        fresh = stored is None
+        if stored is None:
+            populated = [c for c in COLLECTIONS if self._exists(c) and self._count(c, None) > 0]
+            if populated:
+                raise StoreError(
+                    f"store {self.describe()} holds data in {', '.join(populated)} but no record of the "
+                    "model that made it; re-import with `mindnet import --full` or use another --store"
+                )
+            stored = {"schema_version": schema.schema_version, "chunking_hash": schema.chunking_hash,
+                      "vectors": {}}
+        _check_schema(stored, schema, self.describe())
+        vectors = dict(stored["vectors"])
+        for spec in schema.vectors:
+            vectors[spec.name] = {"model_id": spec.model_id, "dim": spec.dim}
+        meta = {"schema_version": schema.schema_version, "chunking_hash": schema.chunking_hash,
+                "vectors": vectors}
+        # Meta first: a crash before the collections exist leaves a record that matches what the
+        # next run creates, never data without a record.
+        if fresh or meta != stored:
+            self._write_meta(meta)
+        self._meta = meta
+        for name in COLLECTIONS:
+            dense = {n: v["dim"] for n, v in vectors.items()} if name == "chunks" else {}
+            if not self._exists(name):
+                self._create(name, dense)
+            else:
+                have = self._dense_names(name)
+                for vec_name, dim in dense.items():
+                    if vec_name not in have:
+                        self._add_dense(name, vec_name, dim)
+            self._index(name, KEYWORD_INDEXES.get(name, ()), TEXT_INDEXES.get(name, ()))
+
+    def reset(self, schema: StoreSchema) -> None:
+        """Drop every collection and the meta record, then `ensure(schema)`: the `--full` path."""
+        for name in COLLECTIONS:
+            if self._exists(name):
+                self._drop(name)
+        self._drop_meta()
+        self._meta = None
+        self.ensure(schema)
+
+    def meta(self) -> StoreSchema | None:
+        """The schema recorded in the store, or None for a new store."""
+        raw = self._meta or self._read_meta()
+        if raw is None:
+            return None
+        return StoreSchema(
+            vectors=tuple(VectorSpec(n, v["model_id"], v["dim"]) for n, v in sorted(raw["vectors"].items())),
+            chunking_hash=raw["chunking_hash"],
+            schema_version=raw["schema_version"],
+        )
+
+    @abstractmethod
+    def optimize(self) -> None:
+        """Build HNSW and merge segments; call after bulk writes (Edge indexes nothing before)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Flush and release the store (Edge: its WAL locks); the object is unusable afterwards."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Where the store lives, for messages (folder or URL, never the API key)."""
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def upsert(self, collection: CollectionName, points: Iterable[PointRecord]) -> int:
+        """Insert or replace points (whole points: vectors not given are gone afterwards).
+
+        Returns:
+            The number of points written.
+
+        Raises:
+            StoreError: an unknown vector name or a vector of the wrong dimension.
+        """
+        self._check_collection(collection)
+        dims = self._dims(collection)
+        written = 0
+        batch: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, SparseVec]]] = []
+        id_field = ID_FIELDS[collection]
+        for rec in points:
+            for name, vec in rec.vectors.items():
+                if name not in dims:
+                    raise StoreError(f"{collection}: no dense vector named {name!r} in {self.describe()}; "
+                                     f"known: {sorted(dims)}")
+                if len(vec) != dims[name]:
+                    raise StoreError(f"{collection}/{rec.id}: vector {name!r} has {len(vec)} dimensions, "
+                                     f"the store expects {dims[name]}")
+            payload = dict(rec.payload)
+            if payload.setdefault(id_field, rec.id) != rec.id:
+                raise StoreError(f"{collection}: payload {id_field}={payload[id_field]!r} differs from id {rec.id!r}")
+            dense = {n: v.tolist() if hasattr(v, "tolist") else list(v) for n, v in rec.vectors.items()}
+            batch.append((point_id(rec.id), payload, dense, dict(rec.sparse)))
+            if len(batch) >= _BATCH:
+                self._upsert(collection, batch)
+                written += len(batch)
+                batch = []
+        if batch:
+            self._upsert(collection, batch)
+            written += len(batch)
+        return written
+
+    def delete(self, collection: CollectionName, flt: Filter) -> None:
+        """Delete every point matching `flt` (a whole note's chunks, its edges…)."""
+        self._check_collection(collection)
+        if not (flt.must or flt.should or flt.must_not):
+            raise StoreError("refusing to delete with an empty filter; use reset() to empty the store")
+        self._delete_filter(collection, flt)
+
+    def delete_ids(self, collection: CollectionName, ids: Sequence[str]) -> None:
+        """Delete points by string id; unknown ids are ignored."""
+        self._check_collection(collection)
+        for start in range(0, len(ids), _BATCH):
+            self._delete_ids(collection, [point_id(i) for i in ids[start:start + _BATCH]])
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def retrieve(self, collection: CollectionName, ids: Sequence[str], *,
+                 with_vectors: bool = False) -> list[StoredPoint]:
+        """Points by string id, in the order asked, missing ids skipped."""
+        self._check_collection(collection)
+        found: dict[str, StoredPoint] = {}
+        for start in range(0, len(ids), _BATCH):
+            for p in self._retrieve(collection, [point_id(i) for i in ids[start:start + _BATCH]], with_vectors):
+                found[p.id] = p
+        return [found[i] for i in ids if i in found]
+
+    def scroll(self, collection: CollectionName, flt: Filter | None = None, *,
+               with_vectors: bool = False, page_size: int = _BATCH,
+               fields: Sequence[str] | None = None) -> Iterator[StoredPoint]:
+        """Every point matching `flt`, paged lazily (order: by point id).
+
+        `fields` limits the payload read back (the id field is always included): a no-op import
+        needs each note's hashes, not its `fulltext`.
+        """
+        self._check_collection(collection)
+        keys = None if fields is None else list(dict.fromkeys([ID_FIELDS[collection], *fields]))
+        offset: Any = None
+        while True:
+            page, offset = self._scroll(collection, flt, offset, page_size, with_vectors, keys)
+            yield from page
+            if offset is None:
+                return
+
+    def facet(self, collection: CollectionName, key: str) -> dict[str, int]:
+        """Every value of the keyword-indexed `key` with its number of points.
+
+        Answered from the payload index alone, without reading payloads: an import learns which
+        notes are unchanged (`sync_state`) in a tenth of the time a scroll of every note takes.
+        """
+        self._check_collection(collection)
+        if key not in KEYWORD_INDEXES.get(collection, ()):
+            raise ValueError(f"{collection}.{key} has no keyword index to facet on")
+        return self._facet(collection, key, self._count(collection, None) + 1)
+
+    def count(self, collection: CollectionName, flt: Filter | None = None) -> int:
+        """Exact number of points matching `flt`."""
+        self._check_collection(collection)
+        return self._count(collection, flt)
+
+    def search_dense(self, collection: CollectionName, using: str, vector: Sequence[float], *,
+                     limit: int = 10, flt: Filter | None = None,
+                     score_threshold: float | None = None) -> list[ScoredPoint]:
+        """Nearest points by cosine on the named dense vector; points without it are never returned."""
+        self._check_collection(collection)
+        self._check_dense(collection, using, vector)
+        return self._search(collection, ("dense", using, _as_list(vector)), limit, flt, score_threshold)
+
+    def search_sparse(self, collection: CollectionName, vector: SparseVec, *, limit: int = 10,
+                      flt: Filter | None = None, using: str = SPARSE_VECTOR) -> list[ScoredPoint]:
+        """Best points by sparse dot product with IDF (BM25 with `lexical_query` vectors)."""
+        self._check_collection(collection)
+        if not vector.indices:
+            return []
+        return self._search(collection, ("sparse", using, vector), limit, flt, None)
+
+    def search_hybrid(self, collection: CollectionName, using: str, vector: Sequence[float],
+                      sparse: SparseVec, *, limit: int = 10, flt: Filter | None = None,
+                      candidates: int | None = None, rrf_k: int = 60,
+                      weights: tuple[float, float] | None = None) -> list[ScoredPoint]:
+        """Dense and sparse candidates fused with Reciprocal Rank Fusion inside the engine (R22).
+
+        Args:
+            candidates: Candidates per branch before fusion; default `max(4 * limit, 50)`.
+            rrf_k: RRF constant; 60 is the literature's default.
+            weights: Optional (dense, sparse) weights of the two rankings.
+        """
+        self._check_collection(collection)
+        self._check_dense(collection, using, vector)
+        if not sparse.indices:
+            return self.search_dense(collection, using, vector, limit=limit, flt=flt)
+        n = candidates or max(4 * limit, 50)
+        return self._hybrid(collection, using, _as_list(vector), sparse, limit, flt, n, rrf_k, weights)
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    def _check_collection(self, collection: str) -> None:
+        if collection not in ID_FIELDS:
+            raise StoreError(f"unknown collection {collection!r}; one of {', '.join(COLLECTIONS)}")
+        if self._meta is None:
+            # Readers (search, status) have no schema to ensure: an existing store's record suffices.
+            self._meta = self._read_meta()
+            if self._meta is None:
+                raise StoreError(f"store {self.describe()} is empty; run `mindnet import` first")
+
+    def _dims(self, collection: str) -> dict[str, int]:
+        assert self._meta is not None
+        if collection != "chunks":
+            return {}
+        return {n: v["dim"] for n, v in self._meta["vectors"].items()}
+
+    def _check_dense(self, collection: str, using: str, vector: Sequence[float]) -> None:
+        dims = self._dims(collection)
+        if using not in dims:
+            raise StoreError(f"{collection}: no dense vector named {using!r}; known: {sorted(dims)}")
+        if len(vector) != dims[using]:
+            raise StoreError(f"query vector for {using!r} has {len(vector)} dimensions, the store expects "
+                             f"{dims[using]}")
+
+    def _name(self, collection: str) -> str:
+        return f"{self.prefix}_{collection}"
+
+    # -- adapter primitives ----------------------------------------------------------------------
+
+    @abstractmethod
+    def _read_meta(self) -> dict[str, Any] | None: ...
+    @abstractmethod
+    def _write_meta(self, meta: dict[str, Any]) -> None: ...
+    @abstractmethod
+    def _drop_meta(self) -> None: ...
+    @abstractmethod
+    def _exists(self, collection: str) -> bool: ...
+    @abstractmethod
+    def _create(self, collection: str, dense: Mapping[str, int]) -> None: ...
+    @abstractmethod
+    def _drop(self, collection: str) -> None: ...
+    @abstractmethod
+    def _dense_names(self, collection: str) -> set[str]: ...
+    @abstractmethod
+    def _add_dense(self, collection: str, name: str, dim: int) -> None: ...
+    @abstractmethod
+    def _index(self, collection: str, keywords: Sequence[str], texts: Sequence[str]) -> None: ...
+    @abstractmethod
+    def _upsert(self, collection: str,
+                batch: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, SparseVec]]]) -> None: ...
+    @abstractmethod
+    def _delete_filter(self, collection: str, flt: Filter) -> None: ...
+    @abstractmethod
+    def _delete_ids(self, collection: str, pids: list[str]) -> None: ...
+    @abstractmethod
+    def _retrieve(self, collection: str, pids: list[str], with_vectors: bool) -> list[StoredPoint]: ...
+    @abstractmethod
+    def _scroll(self, collection: str, flt: Filter | None, offset: Any, limit: int,
+                with_vectors: bool, fields: list[str] | None = None) -> tuple[list[StoredPoint], Any]: ...
+    @abstractmethod
+    def _count(self, collection: str, flt: Filter | None) -> int: ...
+    @abstractmethod
+    def _facet(self, collection: str, key: str, limit: int) -> dict[str, int]: ...
+    @abstractmethod
+    def _search(self, collection: str, query: tuple[str, str, Any], limit: int, flt: Filter | None,
+                score_threshold: float | None) -> list[ScoredPoint]: ...
+    @abstractmethod
+    def _hybrid(self, collection: str, using: str, vector: list[float], sparse: SparseVec, limit: int,
+                flt: Filter | None, candidates: int, rrf_k: int,
+                weights: tuple[float, float] | None) -> list[ScoredPoint]: ...
+
+
+def _as_list(vector: Sequence[float]) -> list[float]:
+    return vector.tolist() if hasattr(vector, "tolist") else list(vector)  # type: ignore[union-attr]
+
+
+def _check_schema(stored: Mapping[str, Any], schema: StoreSchema, where: str) -> None:
+    """Raise one StoreError listing every difference between the recorded and the wanted schema."""
+    diffs: list[str] = []
+    if stored["schema_version"] != schema.schema_version:
+        diffs.append(f"schema version {stored['schema_version']} (store) vs {schema.schema_version} (this mindnet)")
+    if stored["chunking_hash"] != schema.chunking_hash:
+        diffs.append(f"chunking config {stored['chunking_hash'] or '-'} (store) vs {schema.chunking_hash or '-'} "
+                     "(this run)")
+    for spec in schema.vectors:
+        old = stored["vectors"].get(spec.name)
+        if old is None:
+            continue
+        if old["model_id"] != spec.model_id:
+            diffs.append(f"vector {spec.name!r}: model {old['model_id']} (store) vs {spec.model_id} (this run)")
+        if old["dim"] != spec.dim:
+            diffs.append(f"vector {spec.name!r}: dimension {old['dim']} (store) vs {spec.dim} (this run)")
+    if diffs:
+        raise StoreError(
+            f"store {where} was built differently: {'; '.join(diffs)}. Re-import with "
+            "`mindnet import --full` to rebuild it, or point --store (or the collection prefix) elsewhere"
+        )
+
+
+def _sparse_of(vec: Any) -> SparseVec:
+    return SparseVec(tuple(vec.indices), tuple(float(v) for v in vec.values))
+
+
+def _split_vectors(raw: Any) -> tuple[dict[str, list[float]], dict[str, SparseVec]]:
+    """Dense and sparse parts of a returned named-vector mapping (either adapter's types)."""
+    dense: dict[str, list[float]] = {}
+    sparse: dict[str, SparseVec] = {}
+    for name, vec in (raw or {}).items():
+        if hasattr(vec, "indices"):
+            sparse[name] = _sparse_of(vec)
+        else:
+            dense[name] = list(vec)
+    return dense, sparse
+
+
+def _stored(collection: str, payload: Any, vectors: Any) -> StoredPoint:
+    payload = dict(payload or {})
+    dense, sparse = _split_vectors(vectors)
+    return StoredPoint(str(payload.get(ID_FIELDS[collection], "")), payload, dense, sparse)
+
+
+def _scored(collection: str, score: float, payload: Any) -> ScoredPoint:
+    payload = dict(payload or {})
+    return ScoredPoint(str(payload.get(ID_FIELDS[collection], "")), float(score), payload)

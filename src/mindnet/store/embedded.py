@@ -1,0 +1,219 @@
+"""`EdgeStore`: the embedded adapter, one Qdrant Edge shard per collection (R20 default)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from ..errors import StoreError
+from .base import PREFIX_INDEXED, Store, _scored, _stored
+from .lexical import SPARSE_VECTOR
+from .records import AnyOf, Condition, Equals, Filter, Prefix, Range, ScoredPoint, SparseVec, StoredPoint, TextMatch
+
+
+class EdgeStore(Store):
+    """Embedded store: one Qdrant Edge shard per collection under `path` (R20 default).
+
+    A shard's WAL holds an exclusive lock, so a second process opening the same store fails with a
+    `StoreError` rather than corrupting it (R21).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, prefix: str = "mindnet", hnsw_m: int = 16,
+                 hnsw_ef_construct: int = 128) -> None:
+        super().__init__(prefix, hnsw_m, hnsw_ef_construct)
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self._shards: dict[str, qe.EdgeShard] = {}
+
+    def describe(self) -> str:
+        return str(self.path)
+
+    # meta: a small JSON file, replaced atomically
+    def _meta_path(self) -> Path:
+        return self.path / f"{self.prefix}.meta.json"
+
+    def _read_meta(self) -> dict[str, Any] | None:
+        try:
+            return json.loads(self._meta_path().read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            raise StoreError(f"cannot read {self._meta_path()}: {exc}") from exc
+
+    def _write_meta(self, meta: dict[str, Any]) -> None:
+        tmp = self._meta_path().with_suffix(".tmp")
+        tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        os.replace(tmp, self._meta_path())
+
+    def _drop_meta(self) -> None:
+        self._meta_path().unlink(missing_ok=True)
+
+    # shards
+    def _dir(self, collection: str) -> Path:
+        return self.path / self._name(collection)
+
+    def _exists(self, collection: str) -> bool:
+        return collection in self._shards or (self._dir(collection) / "edge_config.json").is_file()
+
+    def _shard(self, collection: str) -> qe.EdgeShard:
+        shard = self._shards.get(collection)
+        if shard is None:
+            try:
+                shard = qe.EdgeShard.load(str(self._dir(collection)))
+            except Exception as exc:  # Edge raises plain Exception; WouldBlock = WAL locked
+                raise _edge_error(self._dir(collection), exc) from exc
+            self._shards[collection] = shard
+        return shard
+
+    def _create(self, collection: str, dense: Mapping[str, int]) -> None:
+        config = qe.EdgeConfig(
+            vectors={n: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine) for n, d in dense.items()},
+            sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            # full_scan_threshold (KB of vectors) is required by the binding; 10000 is Qdrant's default.
+            hnsw_config=qe.HnswIndexConfig(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct,
+                                           full_scan_threshold=10_000),
+        )
+        try:
+            self._shards[collection] = qe.EdgeShard.create(str(self._dir(collection)), config)
+        except Exception as exc:
+            raise _edge_error(self._dir(collection), exc) from exc
+
+    def _drop(self, collection: str) -> None:
+        shard = self._shards.pop(collection, None)
+        if shard is not None:
+            shard.close()
+        shutil.rmtree(self._dir(collection), ignore_errors=True)
+
+    def _dense_names(self, collection: str) -> set[str]:
+        config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
+        self._shard(collection)  # take the lock early: a busy store fails here, not mid-import
+        return set(config.get("vectors") or {})
+
+    def _add_dense(self, collection: str, name: str, dim: int) -> None:
+        self._shard(collection).update(qe.UpdateOperation.create_dense_vector(name, dim, qe.Distance.Cosine))
+
+    def _index(self, collection: str, keywords: Sequence[str], texts: Sequence[str]) -> None:
+        shard = self._shard(collection)
+        have = shard.info().payload_schema
+        for key in keywords:
+            if key not in have:
+                params = qe.KeywordIndexParams(prefix=True) if key in PREFIX_INDEXED else qe.PayloadSchemaType.Keyword
+                shard.update(qe.UpdateOperation.create_field_index(key, params))
+        for key in texts:
+            if key not in have:
+                shard.update(qe.UpdateOperation.create_field_index(key, _edge_text_index()))
+
+    def _upsert(self, collection: str,
+                batch: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, SparseVec]]]) -> None:
+        points = []
+        for pid, payload, dense, sparse in batch:
+            vector: dict[str, Any] = dict(dense)
+            for name, sv in sparse.items():
+                vector[name] = qe.SparseVector(list(sv.indices), list(sv.values))
+            points.append(qe.Point(pid, vector, payload))
+        self._shard(collection).update(qe.UpdateOperation.upsert_points(points))
+
+    def _delete_filter(self, collection: str, flt: Filter) -> None:
+        self._shard(collection).update(qe.UpdateOperation.delete_points_by_filter(_edge_filter(flt)))
+
+    def _delete_ids(self, collection: str, pids: list[str]) -> None:
+        self._shard(collection).update(qe.UpdateOperation.delete_points(list(pids)))
+
+    def _retrieve(self, collection: str, pids: list[str], with_vectors: bool) -> list[StoredPoint]:
+        records = self._shard(collection).retrieve(list(pids), with_payload=True, with_vector=with_vectors)
+        return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records]
+
+    def _scroll(self, collection: str, flt: Filter | None, offset: Any, limit: int,
+                with_vectors: bool, fields: list[str] | None = None) -> tuple[list[StoredPoint], Any]:
+        payload: Any = True if fields is None else qe.PayloadSelector.Include(fields)
+        records, nxt = self._shard(collection).scroll(qe.ScrollRequest(
+            offset=offset, limit=limit, filter=_edge_filter(flt), with_payload=payload, with_vector=with_vectors))
+        return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records], nxt
+
+    def _count(self, collection: str, flt: Filter | None) -> int:
+        return self._shard(collection).count(qe.CountRequest(exact=True, filter=_edge_filter(flt)))
+
+    def _facet(self, collection: str, key: str, limit: int) -> dict[str, int]:
+        hits = self._shard(collection).facet(qe.FacetRequest(key, limit=limit, exact=True)).hits
+        return {str(h.value): h.count for h in hits}
+
+    def _search(self, collection: str, query: tuple[str, str, Any], limit: int, flt: Filter | None,
+                score_threshold: float | None) -> list[ScoredPoint]:
+        _, using, vec = query
+        if isinstance(vec, SparseVec):
+            vec = qe.SparseVector(list(vec.indices), list(vec.values))
+        hits = self._shard(collection).query(qe.QueryRequest(
+            limit=limit, query=qe.Query.Nearest(vec, using=using), filter=_edge_filter(flt),
+            score_threshold=score_threshold, with_payload=True))
+        return [_scored(collection, h.score, h.payload) for h in hits]
+
+    def _hybrid(self, collection: str, using: str, vector: list[float], sparse: SparseVec, limit: int,
+                flt: Filter | None, candidates: int, rrf_k: int,
+                weights: tuple[float, float] | None) -> list[ScoredPoint]:
+        ef = _edge_filter(flt)
+        sv = qe.SparseVector(list(sparse.indices), list(sparse.values))
+        hits = self._shard(collection).query(qe.QueryRequest(
+            limit=limit,
+            prefetches=[
+                qe.Prefetch(limit=candidates, query=qe.Query.Nearest(vector, using=using), filter=ef),
+                qe.Prefetch(limit=candidates, query=qe.Query.Nearest(sv, using=SPARSE_VECTOR), filter=ef),
+            ],
+            query=qe.Fusion.Rrf(k=rrf_k, weights=list(weights) if weights else None),
+            filter=ef, with_payload=True))
+        return [_scored(collection, h.score, h.payload) for h in hits]
+
+    def optimize(self) -> None:
+        for shard in self._shards.values():
+            shard.optimize()
+
+    def close(self) -> None:
+        shards, self._shards = self._shards, {}
+        for shard in shards.values():
+            shard.close()
+
+
+def _edge_error(path: Path, exc: Exception) -> StoreError:
+    if "WouldBlock" in str(exc):
+        return StoreError(f"store {path} is in use by another mindnet process; wait for it to finish")
+    return StoreError(f"cannot open store {path}: {exc}")
+
+
+def _edge_text_index() -> qe.TextIndexParams:
+    # Multilingual tokenizer: German compounds and umlauts split as a reader expects; no stemmer,
+    # so a text filter means "these words occur", as written.
+    return qe.TextIndexParams(tokenizer=qe.TokenizerType.Multilingual, lowercase=True)
+
+
+def _edge_condition(cond: Condition) -> Any:
+    if isinstance(cond, Filter):
+        return _edge_filter(cond)
+    if isinstance(cond, Equals):
+        return qe.FieldCondition(key=cond.field, match=qe.MatchValue(cond.value))
+    if isinstance(cond, AnyOf):
+        return qe.FieldCondition(key=cond.field, match=qe.MatchAny(list(cond.values)))
+    if isinstance(cond, TextMatch):
+        return qe.FieldCondition(key=cond.field, match=qe.MatchText(cond.text))
+    if isinstance(cond, Prefix):
+        return qe.FieldCondition(key=cond.field, match=qe.MatchPrefix(cond.prefix))
+    if isinstance(cond, Range):
+        bounds = {"gte": cond.gte, "gt": cond.gt, "lte": cond.lte, "lt": cond.lt}
+        if any(isinstance(v, str) for v in bounds.values()):
+            return qe.FieldCondition(key=cond.field, range=qe.RangeDateTime(**bounds))  # type: ignore[arg-type]
+        return qe.FieldCondition(key=cond.field, range=qe.RangeFloat(**bounds))  # type: ignore[arg-type]
+    raise TypeError(f"not a filter condition: {cond!r}")
+
+
+def _edge_filter(flt: Filter | None) -> qe.Filter | None:
+    if flt is None:
+        return None
+    return qe.Filter(
+        must=[_edge_condition(c) for c in flt.must] or None,
+        should=[_edge_condition(c) for c in flt.should] or None,
+        must_not=[_edge_condition(c) for c in flt.must_not] or None,
+    )
