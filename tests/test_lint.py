@@ -16,12 +16,13 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from mindnet import frontmatter as fm
-from mindnet import lint, lint_cache
+from mindnet import lint
 from mindnet.cli import app
 from mindnet.config import Settings, load_settings
 from mindnet.errors import ConfigError
 from mindnet.graph import build_edges
 from mindnet.links import Resolver
+from mindnet.lint import cache as lint_cache
 from mindnet.vault import read_vault
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lint_vault"
@@ -195,7 +196,7 @@ def test_warm_cache_reads_only_the_linted_file(vault: Path, monkeypatch: pytest.
         return real(path, rel, settings)
 
     monkeypatch.setattr(lint_cache, "read_note", counting)
-    monkeypatch.setattr(lint, "read_note", counting)
+    monkeypatch.setattr(lint.runner, "read_note", counting)
     report = run(vault, files=[vault / "concept-ambiguous.md"])
     assert positions(report) == [("concept-ambiguous.md", 9, 12, "MN011")]
     assert reads == ["concept-ambiguous.md"]

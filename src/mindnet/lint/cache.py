@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .errors import NoteError
-from .vault import Note, NoteProblem, discover, read_note
+from ..config import Settings
+from ..errors import NoteError
+from ..vault import Note, NoteProblem, discover, read_note
 
 CACHE_PATH = ".mindnet/lint-index.json"
 """Vault-relative; `.mindnet/` is never read as notes (vault.EXCLUDED_DIRS)."""
