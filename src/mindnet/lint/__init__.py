@@ -43,6 +43,7 @@ Modules, in pipeline order: `rules` (the table above, `Finding`, the checks of o
 `run_lint`). This package re-exports the names the CLI, the tests and the benchmarks use.
 """
 
+from ..vault_paths import VAULT_MARKERS, find_vault_root, group_paths
 from .cache import CACHE_PATH, IndexEntry, VaultIndex, refresh_index
 from .fixes import FixError, FixSummary, fix_notes, fix_text
 from .formats import FORMATS, format_findings, parse_codes, summary_line
@@ -58,15 +59,7 @@ from .rules import (
     problem_finding,
     scheme_problem,
 )
-from .runner import (
-    VAULT_MARKERS,
-    LintReport,
-    LintRun,
-    find_vault_root,
-    group_paths,
-    lint_vault,
-    run_lint,
-)
+from .runner import LintReport, LintRun, lint_vault, run_lint
 from .runner import _display_prefix as _display_prefix  # the CLI tests build expected paths with it
 
 __all__ = [

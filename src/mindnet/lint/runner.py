@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import MindnetError, NoteError
+from ..errors import NoteError
 from ..links import Resolver
 from ..vault import (
     NoteProblem,
     assign_ids,  # the import's own duplicate-id rule (R3), not a copy
     read_note,
 )
+from ..vault_paths import group_paths
 from .cache import refresh_index
 from .fixes import FixSummary, fix_notes
 from .formats import is_selected, parse_codes
@@ -174,38 +175,6 @@ def _header_lines(path: Path) -> list[str]:
 
 
 _LINE_SPLIT = re.compile(r"\r\n|\r|\n")
-
-
-VAULT_MARKERS = ("mindnet.toml", ".obsidian", ".mindnet")
-"""A folder holding one of these is a vault root, for file arguments given without `--vault`."""
-
-
-def find_vault_root(path: Path, default: Path | None = None) -> Path:
-    """The nearest folder above `path` that holds a vault marker, else `default` (the working directory)."""
-    for folder in Path(os.path.abspath(path)).parents:
-        if any((folder / marker).exists() for marker in VAULT_MARKERS):
-            return folder
-    return default or Path.cwd()
-
-
-def group_paths(paths: Sequence[Path], vault: Path | None) -> dict[Path, list[Path] | None]:
-    """Command-line arguments by vault: a folder is a vault of its own; files go to `vault` or their own.
-
-    Raises:
-        MindnetError: an argument that does not exist and is no Markdown file (a typo, not a deleted note).
-    """
-    groups: dict[Path, list[Path] | None] = {}
-    for path in paths:
-        if path.is_dir():
-            groups[path] = None
-            continue
-        if not path.exists() and not path.name.lower().endswith(".md"):
-            raise MindnetError(f"{path}: no such file or folder")
-        root = vault if vault is not None else find_vault_root(path)
-        existing = groups.setdefault(root, [])
-        if existing is not None:
-            existing.append(path)
-    return groups
 
 
 @dataclass(frozen=True, slots=True)
