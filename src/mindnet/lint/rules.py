@@ -118,6 +118,7 @@ def problem_finding(problem: NoteProblem) -> Finding:
 
 
 def walk_finding(problem: NoteProblem) -> Finding:
+    """MN005: a folder or symlink the vault walk did not follow."""
     return new_finding(problem.path, problem.line or 1, 1, "MN005", problem.reason)
 
 
@@ -323,7 +324,7 @@ _SCHEME_ALIASES = {"yyyymmdd-hhmm-type-slug": "timestamp", "timestamp": "timesta
 
 
 def compile_id_scheme(value: str | None) -> tuple[IdScheme, ...]:
-    """The schemes named by the `id_scheme` setting (see the module docstring); empty when off.
+    """The schemes named by the `id_scheme` setting (see the `mindnet.lint` docstring); empty when off.
 
     Raises:
         ConfigError: an unknown scheme name or an invalid regular expression.
