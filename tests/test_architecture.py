@@ -20,7 +20,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mindnet"
 
 STAGES: tuple[tuple[str, ...], ...] = (
     ("errors", "text", "config"),
-    ("frontmatter", "file_stat", "language", "vault", "note_cache"),
+    ("frontmatter", "file_stat", "language", "vault", "vault_paths", "note_cache"),
     ("markdown",),
     ("links",),
     ("chunking",),

@@ -15,18 +15,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from mindnet import file_stat, lint
 from mindnet import frontmatter as fm
-from mindnet import lint, lint_cache
 from mindnet.cli import app
 from mindnet.config import Settings, load_settings
 from mindnet.errors import ConfigError
 from mindnet.graph import build_edges
 from mindnet.links import Resolver
+from mindnet.lint import cache as lint_cache
 from mindnet.vault import read_vault
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lint_vault"
 CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 REPO = Path(__file__).resolve().parents[1]
+OLD_MTIME = 1_700_000_000
 
 GOLD = [
     ("Odd Name.md", 1, 1, "MN030"),
@@ -54,16 +56,16 @@ GOLD = [
 
 
 @pytest.fixture()
-def vault(tmp_path: Path) -> Path:
+def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the fixture vault (lint writes its cache into the vault) plus a symlink leaving it."""
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)  # the fresh copies (new ctime) would not be cached
     root = tmp_path / "vault"
     shutil.copytree(FIXTURE, root)
     (tmp_path / "outside.md").write_text("# Outside\n", encoding="utf-8")
     (root / "linked-out.md").symlink_to(tmp_path / "outside.md")
-    old = 1_700_000_000
     for path in root.rglob("*"):
         if not path.is_symlink():
-            os.utime(path, (old, old))  # older than the racy window, so the cache keeps every entry
+            os.utime(path, (OLD_MTIME, OLD_MTIME))  # files of a vault that has been around
     return root
 
 
@@ -195,7 +197,7 @@ def test_warm_cache_reads_only_the_linted_file(vault: Path, monkeypatch: pytest.
         return real(path, rel, settings)
 
     monkeypatch.setattr(lint_cache, "read_note", counting)
-    monkeypatch.setattr(lint, "read_note", counting)
+    monkeypatch.setattr(lint.runner, "read_note", counting)
     report = run(vault, files=[vault / "concept-ambiguous.md"])
     assert positions(report) == [("concept-ambiguous.md", 9, 12, "MN011")]
     assert reads == ["concept-ambiguous.md"]
@@ -220,11 +222,28 @@ def test_cache_notices_new_changed_and_deleted_notes(vault: Path) -> None:
     assert run(vault, files=[vault / "concept-ambiguous.md"]).findings == ()
 
 
+def test_cache_sees_a_same_size_edit_that_restores_the_mtime(vault: Path) -> None:
+    """mtime and size alone would trust the stale entry; the ctime (and inode) in the key give it away."""
+    assert positions(run(vault, files=[vault / "concept-dup-one.md"])) == [("concept-dup-one.md", 3, 1, "MN020")]
+    two = vault / "concept-dup-two.md"
+    text = two.read_text(encoding="utf-8")
+    two.write_text(text.replace("id: concept-dup\n", "id: concept-dux\n"), encoding="utf-8")
+    os.utime(two, (OLD_MTIME, OLD_MTIME))  # as `touch -r` or a sync tool would leave it
+    assert two.stat().st_size == len(text.encode("utf-8"))
+    assert run(vault, files=[vault / "concept-dup-one.md"]).findings == ()
+
+
+def test_cache_keeps_no_recently_changed_file(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 3600.0)  # every file counts as just written
+    assert positions(run(vault)) == GOLD
+    assert json.loads((vault / lint_cache.CACHE_PATH).read_text(encoding="utf-8"))["files"] == {}
+
+
 def test_corrupt_cache_is_rebuilt(vault: Path) -> None:
     (vault / ".mindnet").mkdir()
     (vault / lint_cache.CACHE_PATH).write_text("{not json", encoding="utf-8")
     assert positions(run(vault)) == GOLD
-    assert json.loads((vault / lint_cache.CACHE_PATH).read_text(encoding="utf-8"))["key"].startswith("1:")
+    assert json.loads((vault / lint_cache.CACHE_PATH).read_text(encoding="utf-8"))["key"].startswith("2:")
 
 
 def test_files_outside_or_missing_are_reported_and_other_types_ignored(vault: Path, tmp_path: Path) -> None:

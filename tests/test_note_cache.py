@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mindnet import note_cache, vault
+from mindnet import file_stat, vault
 from mindnet.config import Settings
 from mindnet.note_cache import NoteCache
 from mindnet.vault import read_vault
@@ -19,7 +19,7 @@ SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
 @pytest.fixture
 def notes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the sample vault whose files count as old enough to cache (not racy)."""
-    monkeypatch.setattr(note_cache, "RACY_SECONDS", 0.0)
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
     root = tmp_path / "vault"
     shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".mindnet"))
     return root
@@ -72,7 +72,7 @@ def test_an_edited_file_is_read_again_and_only_it(notes: Path, monkeypatch: pyte
 
 
 def test_recent_files_are_not_trusted_by_their_stat(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(note_cache, "RACY_SECONDS", 3600.0)  # every file counts as just written
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 3600.0)  # every file counts as just written
     cached_read(notes)
     reads = Reads(monkeypatch)
     cached_read(notes)

@@ -208,9 +208,9 @@ with ImportLock(Path({folder!r})):
 
 
 def test_dry_run_writes_nothing(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mindnet import note_cache
+    from mindnet import file_stat
 
-    monkeypatch.setattr(note_cache, "RACY_SECONDS", 0.0)  # the fresh copies would count as cacheable
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)  # the fresh copies would count as cacheable
     summary, model = run(vault, dry_run=True)
     assert summary.notes_new == 17 and summary.dry_run
     assert model.calls == 0

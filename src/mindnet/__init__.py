@@ -21,6 +21,7 @@ _EXPORTS: dict[str, str] = {
     # reading and chunking
     "Vault": "api", "note_from_text": "api", "Note": "vault", "NoteProblem": "vault", "VaultResult": "vault",
     "read_vault": "vault", "Chunk": "chunking.base", "chunk_note": "chunking.pipeline", "chunk_payload": "points",
+    "group_paths": "vault_paths",
     # the index and what it returns
     "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "api",
     "MAX_GRAPH_DEPTH": "api", "vault_relative": "api",
@@ -76,6 +77,7 @@ __all__ = [
     "find_server",
     "format_findings",
     "format_table",
+    "group_paths",
     "lint_summary_line",
     "load_beir",
     "load_settings",
@@ -121,3 +123,4 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from .service import Resident
     from .sync import ImportSummary, Progress
     from .vault import Note, NoteProblem, VaultResult, read_vault
+    from .vault_paths import group_paths

@@ -581,7 +581,7 @@ def chunk(
     separators: SepsOpt = None,
 ) -> None:
     """Chunk notes and print NDJSON, one chunk per line (R24)."""
-    from . import Vault, chunk_note, note_from_text
+    from . import Vault, chunk_note, group_paths, note_from_text
 
     flags = {
         "strategy": strategy, "max_chunk_size": max_chunk_size,
@@ -597,7 +597,9 @@ def chunk(
             raise typer.Exit(1) from None
         _emit(chunk_note(note, settings))
         return
-    for folder, files in _group_by_vault(paths, vault).items():
+    # A file belongs to --vault or its own folder and must exist (lint differs on purpose, see vault_paths).
+    groups = group_paths(paths, vault, root_of=lambda path: path.parent, allow_missing_notes=False)
+    for folder, files in groups.items():
         reader = Vault(folder, settings_for(folder, config, **flags))
         if files is None:
             notes, problems = list(reader.notes), list(reader.problems)
@@ -614,23 +616,6 @@ def chunk(
                 failed += 1
     if failed:
         raise typer.Exit(1)
-
-
-def _group_by_vault(paths: list[str], vault: Path | None) -> dict[Path, list[str] | None]:
-    """Folder arguments are vault roots; file arguments belong to `--vault` or their own folder."""
-    groups: dict[Path, list[str] | None] = {}
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            groups[path] = None
-            continue
-        if not path.exists():
-            raise MindnetError(f"{raw}: no such file or folder")
-        root = vault or path.parent
-        existing = groups.setdefault(root, [])
-        if existing is not None:
-            existing.append(raw)
-    return groups
 
 
 def _emit(chunks: list[Any]) -> None:

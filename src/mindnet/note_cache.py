@@ -8,8 +8,8 @@ and inode, and `vault.read_vault` re-reads only the files whose key changed.
 It is an optimisation only, never a source of truth:
 - a missing, corrupt or foreign cache (another schema, mindnet version or reading setting) is
   ignored and rebuilt; a store folder that cannot be written just means no cache;
-- files modified in the last `RACY_SECONDS` are not cached: a second edit of the same size within
-  one mtime tick would otherwise go unnoticed (git's "racily clean" entries);
+- files modified in the last 2 s are not cached: a second edit of the same size within one mtime
+  tick would otherwise go unnoticed (git's "racily clean" entries; `file_stat` holds the rule);
 - a note is cached only when its frontmatter survives a JSON round trip unchanged (dates under
   explicit YAML tags, non-string keys… are simply re-read every time).
 
@@ -32,21 +32,13 @@ from typing import Any
 
 from . import __version__, frontmatter, text, vault
 from .config import Settings
+from .file_stat import StatKey, is_racy, stat_key
 from .vault import Note
 
 SCHEMA = 1
 """Bump when `Note` or how a file becomes a `Note` changes, to drop every cached entry."""
-RACY_SECONDS = 2.0
-"""Files changed this recently are re-read next time rather than trusted by their stat key."""
 
 _TUPLE_FIELDS = frozenset(f.name for f in dataclasses.fields(Note) if str(f.type).startswith("tuple"))
-StatKey = tuple[int, int, int, int]
-"""(mtime_ns, ctime_ns, size, inode) of a file."""
-
-
-def stat_key(st: os.stat_result) -> StatKey:
-    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-
 
 class NoteCache:
     """`vault.ReadCache` on SQLite: one row per file, so an edit rewrites one row, not the file."""
@@ -108,7 +100,8 @@ class NoteCache:
     def put(self, rel: str, st: os.stat_result, note: Note) -> None:
         """Remember a freshly read note, unless the file is too recent or the note does not round-trip."""
         self._seen.add(rel)
-        if max(st.st_mtime_ns, st.st_ctime_ns) > time.time_ns() - int(RACY_SECONDS * 1e9):
+        key = stat_key(st)
+        if is_racy(key, time.time_ns()):
             return
         try:
             text = json.dumps(_row(note), ensure_ascii=False)
@@ -116,7 +109,7 @@ class NoteCache:
             return
         if json.loads(text)["frontmatter"] != note.frontmatter:
             return
-        self._put[rel] = (stat_key(st), note, text)
+        self._put[rel] = (key, note, text)
 
     def save(self) -> None:
         """Write new entries and drop those of files no longer read; errors only cost the cache."""

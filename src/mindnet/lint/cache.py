@@ -4,8 +4,9 @@ A pre-commit hook lints only the staged files, but their links must still resolv
 whole vault (issue: `mindnet lint`, point 3). Reading 3,000 notes for that takes over a second;
 this module keeps, per note file, only what `links.Resolver` and the duplicate-id check look at
 (path, id, whether the id was written, title, aliases, the line of `id`) in
-`VAULT/.mindnet/lint-index.json`, keyed by file mtime and size. A warm run walks the folder,
-stats every file and re-reads only the files that changed.
+`VAULT/.mindnet/lint-index.json`, keyed by the file's stat key (mtime, ctime, size, inode; see
+`file_stat`). A warm run walks the folder, stats every file and re-reads only the files whose key
+changed; files changed in the last 2 s are never cached (git's racy-clean rule).
 
 The cache is an optimisation only: a missing, corrupt or foreign cache file is rebuilt, and a
 vault folder that cannot be written is linted all the same.
@@ -22,17 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import Settings
-from .errors import NoteError
-from .vault import Note, NoteProblem, discover, read_note
+from ..config import Settings
+from ..errors import NoteError
+from ..file_stat import StatKey, is_racy, stat_key
+from ..vault import Note, NoteProblem, discover, read_note
 
 CACHE_PATH = ".mindnet/lint-index.json"
 """Vault-relative; `.mindnet/` is never read as notes (vault.EXCLUDED_DIRS)."""
-SCHEMA = 1
-"""Bump when an entry's meaning changes (e.g. how a default title is found), to drop old caches."""
-RACY_SECONDS = 2.0
-"""Files modified this recently are not cached: a second edit within the same mtime tick and of
-the same size would otherwise go unnoticed (git calls this the racy-clean problem)."""
+SCHEMA = 2
+"""Bump when an entry's meaning changes (e.g. how a default title is found), to drop old caches.
+2: the stat key holds ctime and inode besides mtime and size."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +40,8 @@ class IndexEntry:
     """One Markdown file of the vault as the resolver sees it, or the reason it is no note."""
 
     path: str
-    mtime_ns: int
-    size: int
+    key: StatKey | None
+    """The file's stat key when it was read; None when it could not even be stat'ed (never cached)."""
     note_id: str | None = None
     """The id as read (frontmatter `id` or the stem slug), before duplicates are settled; None for a problem."""
     id_explicit: bool = False
@@ -99,7 +99,7 @@ class VaultIndex:
 
 
 def refresh_index(root: Path, settings: Settings, *, use_cache: bool = True, keep: Iterable[str] = ()) -> VaultIndex:
-    """Walk the vault and bring the index up to date, reading only files whose mtime or size changed.
+    """Walk the vault and bring the index up to date, reading only files whose stat key changed.
 
     Args:
         root: the vault folder.
@@ -119,19 +119,20 @@ def refresh_index(root: Path, settings: Settings, *, use_cache: bool = True, kee
         try:
             st = path.stat()
         except OSError as exc:
-            entries[rel] = IndexEntry(rel, -1, -1, problem_reason=f"cannot read file: {_reason(exc)}")
+            entries[rel] = IndexEntry(rel, None, problem_reason=f"cannot read file: {_reason(exc)}")
             continue
+        key = stat_key(st)
         old = cached.get(rel)
-        if old is not None and old.mtime_ns == st.st_mtime_ns and old.size == st.st_size:
+        if old is not None and old.key == key:
             entries[rel] = old
             continue
         reads += 1
         try:
             note = read_note(path, rel, settings)
         except NoteError as exc:
-            entries[rel] = IndexEntry(rel, st.st_mtime_ns, st.st_size, problem_line=exc.line, problem_reason=exc.reason)
+            entries[rel] = IndexEntry(rel, key, problem_line=exc.line, problem_reason=exc.reason)
             continue
-        entries[rel] = entry_of(note, st.st_mtime_ns, st.st_size)
+        entries[rel] = entry_of(note, key)
         if keep_all or rel in wanted:
             read[rel] = note
     index = VaultIndex(root, entries, tuple(attachments), tuple(walk_problems), read, reads)
@@ -140,11 +141,11 @@ def refresh_index(root: Path, settings: Settings, *, use_cache: bool = True, kee
     return index
 
 
-def entry_of(note: Note, mtime_ns: int, size: int) -> IndexEntry:
+def entry_of(note: Note, key: StatKey) -> IndexEntry:
+    """The index entry of a note read from a file with this stat key."""
     return IndexEntry(
         note.path,
-        mtime_ns,
-        size,
+        key,
         note_id=note.note_id,
         id_explicit=note.id_explicit,
         title=note.title,
@@ -169,11 +170,11 @@ def _load(root: Path, settings: Settings) -> dict[str, IndexEntry]:
 
 
 def _entry(rel: str, row: list[Any]) -> IndexEntry:
-    mtime_ns, size, note_id, explicit, title, aliases, id_line, problem_line, problem_reason = row
+    key, note_id, explicit, title, aliases, id_line, problem_line, problem_reason = row
+    mtime_ns, ctime_ns, size, ino = key
     return IndexEntry(
         rel,
-        int(mtime_ns),
-        int(size),
+        (int(mtime_ns), int(ctime_ns), int(size), int(ino)),
         note_id,
         bool(explicit),
         title,
@@ -185,11 +186,10 @@ def _entry(rel: str, row: list[Any]) -> IndexEntry:
 
 
 def _save(root: Path, settings: Settings, entries: Iterable[IndexEntry]) -> None:
-    racy_after = time.time_ns() - int(RACY_SECONDS * 1e9)
+    now_ns = time.time_ns()
     rows = {
         e.path: [
-            e.mtime_ns,
-            e.size,
+            list(e.key),
             e.note_id,
             e.id_explicit,
             e.title,
@@ -199,7 +199,7 @@ def _save(root: Path, settings: Settings, entries: Iterable[IndexEntry]) -> None
             e.problem_reason,
         ]
         for e in entries
-        if 0 <= e.mtime_ns < racy_after
+        if e.key is not None and not is_racy(e.key, now_ns)
     }
     target = root / CACHE_PATH
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
