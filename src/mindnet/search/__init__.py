@@ -1,0 +1,52 @@
+"""The retrieval stage (R22, R23): dense, lexical and hybrid search, graph expansion, LLM context.
+
+`searcher` runs a query's ranked lists (dense `use`, dense `e5`, BM25) against the store, expands
+hits along the graph and returns `Hit` records with everything a citation needs; `fusion` turns
+those lists into one score per chunk (language-aware RRF, the e5 list, pseudo-relevance feedback,
+per-note aggregation) and is pure, so the benchmarks replay it over cached lists; `filters` turns
+`SearchFilters` into the store's `Filter`; `context` fits hits into a token budget with citations.
+The names are re-exported here, so `from mindnet.search import Searcher` keeps working.
+"""
+
+from ..points import DENSE_VECTOR, E5_VECTOR
+from .context import Citation, Context, TokenCounter, build_context, note_fulltexts
+from .filters import SearchFilters
+from .fusion import (
+    CandidateLists,
+    FeedbackSearch,
+    SearchTuning,
+    add_feedback,
+    best_per_note,
+    feedback_query,
+    fuse,
+    query_languages,
+    rrf_fuse,
+    title_match,
+)
+from .fusion import _Cand as _Cand
+from .searcher import MODES, Hit, Mode, Searcher
+
+__all__ = [
+    "DENSE_VECTOR",
+    "E5_VECTOR",
+    "MODES",
+    "CandidateLists",
+    "Citation",
+    "Context",
+    "FeedbackSearch",
+    "Hit",
+    "Mode",
+    "SearchFilters",
+    "SearchTuning",
+    "Searcher",
+    "TokenCounter",
+    "add_feedback",
+    "best_per_note",
+    "build_context",
+    "feedback_query",
+    "fuse",
+    "note_fulltexts",
+    "query_languages",
+    "rrf_fuse",
+    "title_match",
+]

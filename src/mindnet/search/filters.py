@@ -1,0 +1,56 @@
+"""What a search result must satisfy (R22), and how that becomes the store's neutral `Filter`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..store import AnyOf, Condition, Equals, Filter, Prefix, Range
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """What a result must satisfy (R22); every given field must hold, empty fields are ignored."""
+
+    type: tuple[str, ...] = ()
+    """Note types; a chunk of any of them matches."""
+    tags: tuple[str, ...] = ()
+    """Tags that must *all* be on the note: adding a tag narrows the search, as in Obsidian."""
+    area: str | None = None
+    project: str | None = None
+    lang: str | None = None
+    """Chunk language (ISO 639-1), detected per chunk (R6)."""
+    path_prefix: str | None = None
+    """Vault-relative path prefix such as `projects/` (a folder) or `daily/2024-`."""
+    note_id: tuple[str, ...] = ()
+    """Restrict to these notes."""
+    created_from: str | None = None
+    """ISO 8601 date or datetime; notes created on or after it."""
+    created_to: str | None = None
+    """ISO 8601 date or datetime; notes created on or before it (a bare date includes that whole day)."""
+
+    def to_filter(self) -> Filter | None:
+        """The store's neutral `Filter`, or None when nothing is restricted."""
+        must: list[Condition] = []
+        if self.type:
+            must.append(AnyOf("type", tuple(self.type)))
+        must.extend(Equals("tags", tag) for tag in self.tags)
+        for name in ("area", "project", "lang"):
+            value = getattr(self, name)
+            if value:
+                must.append(Equals(name, value))
+        if self.path_prefix:
+            must.append(Prefix("path", self.path_prefix))
+        if self.note_id:
+            must.append(AnyOf("note_id", tuple(self.note_id)))
+        if self.created_from or self.created_to:
+            upper = self.created_to
+            if upper and len(upper) == 10:  # a bare date: the whole day counts
+                upper = f"{upper}T23:59:59.999999Z"
+            lower = self.created_from
+            if lower and len(lower) == 10:
+                lower = f"{lower}T00:00:00Z"
+            must.append(Range("created_at", gte=lower, lte=upper))
+        return Filter(must=tuple(must)) if must else None
+
+
+__all__ = ["SearchFilters"]

@@ -1,0 +1,337 @@
+"""How candidate lists become scores (R22): the hybrid ranking, pure, no store I/O.
+
+`Searcher` (in `searcher`) fetches the lists from the store; everything here turns them into one
+ranking, so `bench/search.py` can replay it over cached lists with other settings.
+
+Hybrid search (the default mode) fuses the dense and lexical lists with Reciprocal Rank Fusion
+**in Python, by language**. BM25 only matches words, so for a German query against an English
+chunk the lexical list holds mostly accidental matches (names, numbers, stems that happen to
+collide) and pulls good dense hits down. A lexical rank counts
+`other + (same - other) * P(query is in the chunk's language)` (`SearchTuning`: same 1.5, other
+0.25, rrf_k 5), the probability from the language model, so a short keyword or syntax query whose
+language is a coin toss keeps its exact matches. With `by_note` a note also gains 0.05 x the
+scores of its other chunks. Chosen by `bench/search.py grid` for the best worst-case nDCG@5 margin
+over BM25 alone and dense alone across all seven categories of both golden sets.
+`language_fusion=False` uses the engine's RRF instead.
+
+When the store holds the quality tier (the `e5` vector, multilingual-e5-small, filled after the
+import) and the e5 model can be loaded, hybrid adds a third list: dense search on `e5` with the
+e5 query vector, fused with weight `SearchTuning.e5_weight` (and `use_weight_with_e5` for the
+`use` list). Chunks still lacking `e5` are simply absent from that list, so a half-filled tier
+is correct by construction; a store without it searches exactly as before. See `e5_weight` for
+the measurement behind the weights.
+
+A fourth list closes the gap the language weights leave: **pseudo-relevance feedback**. The
+words of the first-pass top 5 chunks (`feedback_query`, each chunk encoded in its own language)
+are searched with BM25 once more and that list is fused with weight 0.25 (`feedback_weight`).
+It gives a German question on English notes lexical evidence in the notes' language, where the
+plain lexical list has none; before it, hybrid only tied dense on foam-docs' German questions
+(0.719 = 0.719 nDCG@5), now 0.754. foam-docs nDCG@5: hybrid 0.854, BM25 0.704, dense 0.729
+(0.849 without feedback, 0.830 with the k=10/same=1 default before that); rustbook-de 0.935
+(0.930 without feedback). It costs one sparse store query per hybrid search.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeAlias
+
+from ..points import E5_VECTOR
+from ..store import ScoredPoint, SparseVec, lexical_document
+from ..vault import language_identifier
+
+
+@dataclass(frozen=True, slots=True)
+class SearchTuning:
+    """Knobs of fusion and expansion; the defaults are what `bench/search.py` measured best."""
+
+    rrf_k: int = 5
+    """RRF constant: small, so the top of each list counts far more than its tail. Chosen with the
+    other fusion knobs by `bench/search.py grid` (5, 10, 20, 40, 60 tried): see `lexical_weight_same`."""
+    candidates: int = 50
+    """Candidates per list before fusion (at least `4 * k` are taken)."""
+    lexical_weight_same: float = 1.5
+    """Weight of a lexical rank when the chunk is in the query's language: above 1, because an
+    exact word match in the reader's language is the strongest evidence a keyword or syntax
+    query has (foam-docs keyword: BM25 alone 0.961 nDCG@5, dense 0.802). The grid (1440 settings,
+    rrf_k x weights x confidence x title boost x note sum) kept the settings whose worst nDCG@5
+    margin over the better baseline, across all 7 categories of foam-docs and rustbook-de, is
+    highest, and among those the best mean: rrf_k=5, 1.5, 0.25, confidence on, no title boost,
+    note sum 0.05."""
+    lexical_weight_other: float = 0.25
+    """Weight of a lexical rank when the chunk is in another language (see module docstring)."""
+    language_confidence: bool = True
+    """Weigh by how sure the language guess is: a chunk in language L gets
+    `other + (same - other) * P(query is L)`. A short keyword or syntax query ("GistPad",
+    `foam mcp --allow-writes`) is a coin toss for the language model, and a hard guess would
+    down-weight exactly the lexical matches such a query relies on. False: the hard guess."""
+    title_boost: float = 0.0
+    """When > 0, a chunk gains `title_boost * share of its note title's words found in the query /
+    (rrf_k + 1)`: a title match as a third, small RRF-like signal (hybrid only)."""
+    note_sum_weight: float = 0.05
+    """With `by_note`, a note scores its best chunk plus this times the sum of its other chunks'
+    scores among the candidates: a note matching in several places ranks above a one-off match."""
+    e5_weight: float = 1.0
+    """Weight of a rank in the `e5` list (quality tier) in hybrid fusion; 0 leaves the list out
+    (and skips the e5 query embedding). Only used when the store holds `e5` vectors.
+
+    Chosen by `bench/search.py grid --e5` (234 settings: e5 0-3 x use 0.5/1 x rrf_k x lexical
+    weights, the feedback list on) by the worst nDCG@5 margin over the best single list (BM25,
+    dense `use`, dense `e5`) across all 7 categories of foam-docs and rustbook-de, then the mean,
+    with the lexical knobs of the default kept (they serve stores without e5): 1.0 has the best
+    worst margin (-0.004, rustbook syntax vs e5 alone; -0.006 at 0.5 and 0.75, where rustbook
+    keyword stays below e5 alone) and lifts nDCG@5 on foam-docs 0.854 -> 0.860 and on rustbook-de
+    0.935 -> 0.944. Weight 0.5 is better on German questions (0.782 against 0.720) but not by the
+    rule. With other lexical knobs (k=10, same 1.0, other 0.1, e5 0.5) the worst margin is -0.001
+    (foam-docs 0.862, rustbook-de 0.959); left as a measured option, not a second default."""
+    use_weight_with_e5: float = 1.0
+    """Weight of a rank in the `use` list when the `e5` list takes part (1.0 without it)."""
+    feedback_weight: float = 0.25
+    """Weight of a rank in the feedback list (pseudo-relevance feedback, hybrid only); 0 leaves it
+    out and saves its store query.
+
+    The feedback list is BM25 over the words of the first-pass top chunks (`feedback_query`): it
+    gives the lexical side the *corpus's* words for the question. For a German question on English
+    notes the plain lexical list is empty or accidental (foam-docs multilingual: BM25 alone 0.193
+    nDCG@5) and language-aware RRF rightly mutes it, so hybrid was dense alone there (0.719 =
+    0.719); the feedback list, in the notes' own language, lifts notes that share the top hits'
+    vocabulary (a second recipe on pasting images, the block-anchor note beside the embeds note).
+    One weight whatever the language: its words come from the chunks, not from the query.
+
+    Chosen by `bench/search.py grid` (feedback weight 0/0.5/1 crossed with every lexical knob, and
+    weight 0.25-1.5 x docs 1-5 x terms 10-40 at the lexical defaults; the same run measures the
+    baselines). Every feedback shape at the default lexical knobs lifts the worst nDCG@5 margin over
+    the better of BM25 alone and dense alone, across the 7 categories of foam-docs and rustbook-de,
+    from 0.000 (foam multilingual) to +0.007..+0.014, so the list itself is no lucky setting. The
+    weights from 0.5 up often pay for it on foam conceptual (up to -0.05). The rule: the best worst
+    margin among settings that leave no category more than 0.005 below the fusion without
+    feedback, then the best mean: weight 0.25, 5 docs x 20 terms (every category within 0.003),
+    worst margin +0.009 (foam keyword), foam multilingual 0.719 -> 0.754, foam-docs 0.849 -> 0.854,
+    rustbook-de 0.930 -> 0.935. (The leximin top of the whole grid, k=40 with
+    same=3 and feedback 0.5, is +0.018 but costs rustbook-de 0.930 -> 0.897.) Feedback from the
+    dense list alone instead of the fused first pass lowered foam keyword below BM25 alone. The e5
+    weight was chosen again with this list on (`e5_weight`)."""
+    feedback_docs: int = 5
+    """First-pass top chunks whose words make the feedback query, the chunk at rank r counting 1/r
+    (see `feedback_weight`: 2, 3 and 5 docs measured alike at weight 0.25)."""
+    feedback_terms: int = 20
+    """Heaviest terms kept in the feedback query: enough to describe the topic, few enough to keep
+    the extra store query cheap (one sparse search of 20 weighted terms)."""
+    language_fusion: bool = True
+    """False fuses inside the engine (`store.search_hybrid`, plain RRF of `use` and BM25 only,
+    one round trip)."""
+    expand_top: int = 5
+    """How many top hits (chunks) and top notes are expanded."""
+    adjacent_decay: float = 0.5
+    """Score of a prev/next neighbour relative to its hit."""
+    link_decay: float = 0.7
+    """Score of a linked note's best chunk relative to the linking hit (times its relative cosine)."""
+    max_linked_notes: int = 20
+    """Linked notes considered per query: a hub note linking hundreds must not flood the results."""
+    link_boost: float = 0.0
+    """When > 0, chunks already found whose note is linked from or to a top note gain
+    `link_boost * score(linking hit) * relative cosine`: a re-ranking by the graph, off by default."""
+
+
+@dataclass(slots=True)
+class _Cand:
+    """A chunk under consideration, before ranks are assigned."""
+
+    chunk_id: str
+    score: float
+    payload: dict[str, Any]
+    via: str
+    dense: float | None = None
+    """Cosine to the query when known (dense list or linked-note search)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateLists:
+    """What hybrid fusion starts from: the ranked lists and the query's language odds."""
+
+    dense: Sequence[ScoredPoint]
+    """The `use` list."""
+    lexical: Sequence[ScoredPoint]
+    query_langs: Mapping[str, float]
+    """Language -> probability that the query is in it (configured languages only)."""
+    quality: Sequence[ScoredPoint] = ()
+    """The `e5` list; empty when the store has no quality tier (fusion is then exactly use + BM25)."""
+
+
+def query_languages(query: str, languages: Sequence[str]) -> dict[str, float]:
+    """Probability per configured language that the query is written in it.
+
+    Code spans, links and URLs are removed first, as in `vault.detect_language`. With one
+    language, or with almost no prose left, the answer is certain or uniform respectively.
+    """
+    langs = tuple(dict.fromkeys(languages))
+    if len(langs) <= 1:
+        return dict.fromkeys(langs, 1.0)
+    prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", query))
+    if len(prose.strip()) < 3:
+        return dict.fromkeys(langs, 1.0 / len(langs))
+    ranked = language_identifier(langs).rank(prose[:2000])
+    return {str(lang): float(prob) for lang, prob in ranked if lang in langs}
+
+
+_CODE_SPAN = re.compile(r"`[^`\n]*`")
+_LINK_SYNTAX = re.compile(r"\[\[[^\]]*\]\]|\]\([^)]*\)|https?://\S+")
+_WORD = re.compile(r"\w{2,}")
+
+
+FeedbackSearch: TypeAlias = Callable[[SparseVec], Sequence[ScoredPoint]]
+"""Runs a feedback query (weighted BM25 term vector) against the store, best chunks first."""
+
+
+def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
+         feedback: FeedbackSearch | None = None) -> list[_Cand]:
+    """The hybrid ranking: language-aware RRF of the lists, the optional title boost, then the
+    pseudo-relevance feedback list.
+
+    Pure but for `feedback`, so the bench can replay it over cached lists with other settings. The
+    e5 list counts only when it is non-empty and `e5_weight > 0`; then the `use` list weighs
+    `use_weight_with_e5`. With `feedback` given and `feedback_weight > 0`, the words of the
+    first-pass top `feedback_docs` chunks (`feedback_query`) are searched with `feedback` and that
+    list is fused in with `feedback_weight` (`add_feedback`); without it the first pass is returned.
+    """
+    langs: Mapping[str, float] = lists.query_langs
+    if not tuning.language_confidence and langs:
+        langs = {max(langs, key=lambda lang: langs[lang]): 1.0}
+    with_e5 = bool(lists.quality) and tuning.e5_weight > 0
+    cands = rrf_fuse(lists.dense, lists.lexical, langs, rrf_k=tuning.rrf_k, weight_same=tuning.lexical_weight_same,
+                     weight_other=tuning.lexical_weight_other, quality=lists.quality if with_e5 else (),
+                     dense_weight=tuning.use_weight_with_e5 if with_e5 else 1.0, quality_weight=tuning.e5_weight)
+    if tuning.title_boost > 0:
+        words = {w.lower() for w in _WORD.findall(query)}
+        scale = tuning.title_boost / (tuning.rrf_k + 1)
+        for c in cands:
+            c.score += scale * title_match(words, str(c.payload.get("note_title", "")))
+        cands.sort(key=lambda c: -c.score)
+    if feedback is not None and tuning.feedback_weight > 0 and tuning.feedback_docs > 0:
+        vector = feedback_query(cands[: tuning.feedback_docs], tuning.feedback_terms)
+        if vector.indices:
+            cands = add_feedback(cands, feedback(vector), rrf_k=tuning.rrf_k, weight=tuning.feedback_weight)
+    return cands
+
+
+def feedback_query(top: Sequence[_Cand], terms: int) -> SparseVec:
+    """A weighted BM25 query from the words of the top chunks (pseudo-relevance feedback).
+
+    Each chunk's text is encoded as a BM25 document in its own language (`lexical_document`:
+    that language's stopwords and stemmer, so the terms match how the chunk was indexed); the
+    chunk at rank r counts 1/r. The `terms` heaviest terms are kept, scaled so the heaviest is 1.
+    Term weights use no IDF: the engine applies it at query time, so a word common to the whole
+    corpus still counts little. Empty when the chunks hold no indexable words.
+    """
+    weights: dict[int, float] = {}
+    for rank, c in enumerate(top, 1):
+        lang = c.payload.get("lang")
+        doc = lexical_document(str(c.payload.get("text", "")), str(lang) if lang else None)
+        for index, value in zip(doc.indices, doc.values, strict=True):
+            weights[index] = weights.get(index, 0.0) + value / rank
+    kept = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[: max(0, terms)]
+    if not kept or kept[0][1] <= 0:
+        return SparseVec((), ())
+    heaviest = kept[0][1]
+    kept.sort()
+    return SparseVec(tuple(i for i, _ in kept), tuple(w / heaviest for _, w in kept))
+
+
+def add_feedback(cands: Sequence[_Cand], feedback: Sequence[ScoredPoint], *, rrf_k: int,
+                 weight: float) -> list[_Cand]:
+    """The first-pass candidates with the feedback list's RRF terms `weight / (rrf_k + rank)` added.
+
+    A chunk only the feedback list found joins with its feedback score alone. Inputs are not
+    changed; the result is sorted, best first.
+    """
+    out = {c.chunk_id: replace(c) for c in cands}
+    for rank, p in enumerate(feedback, 1):
+        _add_part(out, p, weight / (rrf_k + rank), "feedback")
+    return sorted(out.values(), key=lambda c: -c.score)
+
+
+def _add_part(out: dict[str, _Cand], p: ScoredPoint, part: float, via: str) -> None:
+    """Add one list's RRF term for `p`: to its candidate, or as a new candidate found by that list alone."""
+    c = out.get(p.id)
+    if c is None:
+        out[p.id] = _Cand(p.id, part, p.payload, via)
+    else:
+        c.score += part
+        c.via = f"{c.via}+{via}"
+
+
+def title_match(query_words: set[str], title: str) -> float:
+    """Share of the title's words (2+ characters, case-folded) that occur in the query."""
+    title_words = {w.lower() for w in _WORD.findall(title)}
+    if not title_words:
+        return 0.0
+    return len(title_words & query_words) / len(title_words)
+
+
+def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
+             query_lang: str | Mapping[str, float] | None, *, rrf_k: int = 60, weight_same: float = 1.0,
+             weight_other: float = 1.0, quality: Sequence[ScoredPoint] = (), dense_weight: float = 1.0,
+             quality_weight: float = 1.0) -> list[_Cand]:
+    """Reciprocal Rank Fusion with a lexical weight that depends on the chunk's language.
+
+    score(c) = dense_weight / (rrf_k + rank_dense(c)) + quality_weight / (rrf_k + rank_e5(c))
+    + w(c) / (rrf_k + rank_lexical(c)), ranks 1-based, a missing rank contributing nothing (an
+    empty `quality` list adds nothing: exactly the two-list fusion). `query_lang` is one language
+    (certain) or language -> probability; w(c) = `weight_other + (weight_same - weight_other) *
+    P(query in chunk's lang)`, which is `weight_same` or `weight_other` for a certain guess.
+    Unknown query or chunk language: `weight_same` (nothing says the match is accidental). Both
+    dense lists count regardless of language: the models are multilingual.
+    """
+    probs: Mapping[str, float] = {query_lang: 1.0} if isinstance(query_lang, str) else (query_lang or {})
+    out: dict[str, _Cand] = {}
+    for rank, p in enumerate(dense, 1):
+        out[p.id] = _Cand(p.id, dense_weight / (rrf_k + rank), p.payload, "dense", p.score)
+    for rank, p in enumerate(quality, 1):
+        _add_part(out, p, quality_weight / (rrf_k + rank), E5_VECTOR)
+    for rank, p in enumerate(lexical, 1):
+        lang = p.payload.get("lang")
+        if not probs or not lang:
+            w = weight_same
+        else:
+            w = weight_other + (weight_same - weight_other) * probs.get(str(lang), 0.0)
+        _add_part(out, p, w / (rrf_k + rank), "lexical")
+    return sorted(out.values(), key=lambda c: -c.score)
+
+
+def best_per_note(cands: Sequence[_Cand], sum_weight: float = 0.0) -> list[_Cand]:
+    """One candidate per note, its best chunk, ranked by the note's score.
+
+    The note's score is its best chunk's plus `sum_weight` times the sum of its other chunks'
+    scores (0: the best chunk alone). Chunks added by graph expansion do not add to the sum: they
+    are context around a hit, not evidence, and expansion must not reorder what search found.
+    The returned candidate carries the note's score.
+    """
+    best: dict[str, _Cand] = {}
+    rest: dict[str, float] = {}
+    for c in sorted(cands, key=lambda c: -c.score):
+        note = str(c.payload.get("note_id", ""))
+        if note in best:
+            if c.via != "expand":
+                rest[note] = rest.get(note, 0.0) + c.score
+        else:
+            best[note] = c
+    if sum_weight <= 0:
+        return list(best.values())
+    out = [replace(c, score=c.score + sum_weight * rest.get(note, 0.0)) for note, c in best.items()]
+    return sorted(out, key=lambda c: -c.score)
+
+
+__all__ = [
+    "CandidateLists",
+    "FeedbackSearch",
+    "SearchTuning",
+    "add_feedback",
+    "best_per_note",
+    "feedback_query",
+    "fuse",
+    "query_languages",
+    "rrf_fuse",
+    "title_match",
+]

@@ -1,0 +1,358 @@
+"""Running a search against the store (R22): the ranked lists, graph expansion, per-note hits.
+
+`Searcher` asks the store for chunks and turns what it finds into `Hit` records that carry
+everything a citation needs (note, section, span, lines). Three modes:
+
+* `dense`: cosine over the chunk vector `use`.
+* `lexical`: BM25 over the sparse vector `bm25`; the query is tokenised under every configured
+  language (`store.lexical_query`) because a query's language is only a guess.
+* `hybrid` (default): the lists fused by `fusion.fuse` (language-aware RRF, the e5 list when the
+  store holds the quality tier, pseudo-relevance feedback); see the `fusion` module.
+
+Graph expansion (`expand=True`) adds the prev/next chunks of the top hits and the best chunk (by
+the query's dense score) of every note linked from or to a top note, each scored below the hit
+that led to it (`adjacent_decay`, `link_decay`), so expansion never reorders what search found.
+It is off by default: per-note nDCG is unchanged on every set measured (it only adds context
+around hits), and re-ranking by links (`link_boost`) lowered nDCG@10 (foam-docs 0.834 -> 0.772
+at 0.3). Use it to give an LLM the surroundings of a hit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+from ..config import Settings
+from ..embedding import Embedder
+from ..errors import MindnetError
+from ..graph import STRUCTURAL_KINDS
+from ..points import DENSE_VECTOR, E5_VECTOR
+from ..store import AnyOf, Equals, Filter, ScoredPoint, SparseVec, Store, lexical_query
+from .context import Context, TokenCounter, _EmbedderCounter, _note_ids, build_context, note_fulltexts
+from .filters import SearchFilters
+from .fusion import CandidateLists, FeedbackSearch, SearchTuning, _Cand, best_per_note, fuse, query_languages
+
+Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
+MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
+
+
+# ---------------------------------------------------------------------------------------------
+# Records
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: a chunk (or, with `by_note`, the best chunk of a note) and its citation data."""
+
+    rank: int
+    """1-based position in the result list."""
+    score: float
+    """Cosine (dense), BM25 (lexical) or RRF score (hybrid); expanded hits get a decayed score of the
+    hit that led to them. Comparable only within one result list."""
+    note_id: str
+    path: str
+    """Vault-relative path of the note."""
+    title: str
+    """Note title."""
+    chunk_id: str
+    section_path: str
+    """`/H2/H3`, `/` before the first H2 (R7)."""
+    section_title: str
+    text: str
+    """Chunk text (normalised, R5)."""
+    char_start: int
+    """Span in the note's `fulltext` (R11): what a citation quotes."""
+    char_end: int
+    line_start: int
+    """1-based file lines of the span."""
+    line_end: int
+    lang: str
+    via: str
+    """How it was found: the lists that held it joined by `+` in the order `dense`, `e5`, `lexical`,
+    `feedback` (e.g. `dense+lexical`, `dense+e5+lexical+feedback`), or `expand` (graph expansion)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Search
+# ---------------------------------------------------------------------------------------------
+
+
+class Searcher:
+    """Search over one store with one embedder; cheap to create, no state between queries but the
+    quality-tier model, loaded once on first use."""
+
+    def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
+                 tuning: SearchTuning | None = None, dense_vector: str = DENSE_VECTOR,
+                 quality: Embedder | Callable[[], Embedder | None] | None = None) -> None:
+        """Bind the parts a search needs; every model arrives from its owner (`api.Index`).
+
+        Args:
+            store: an opened store (`ensure` called) holding chunks, notes and edges.
+            embedder: the model that embedded the chunks (the store records its id).
+            settings: `languages` decides query tokenisation and language detection.
+            tuning: fusion and expansion knobs; defaults as measured.
+            dense_vector: the named dense vector to search.
+            quality: the model of the `e5` vector for hybrid's third list, or a function giving
+                it, called (once) on the first search that fuses the list, so the model loads only
+                when the store has e5 vectors; None never uses the tier. A model whose id differs
+                from the store's is ignored: its vectors would not be comparable.
+        """
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.tuning = tuning or SearchTuning()
+        self.dense_vector = dense_vector
+        self._quality: Embedder | None = quality if isinstance(quality, Embedder) else None
+        self._provide: Callable[[], Embedder | None] | None = None if isinstance(quality, Embedder) else quality
+        """Still to be asked for the model; None once asked, or when a model was given."""
+
+    def quality_embedder(self) -> Embedder | None:
+        """The embedder for the store's `e5` vectors, or None when the tier cannot take part.
+
+        Checked per call (the store's meta is cached, so this is cheap): a background import may
+        add the tier while a long-lived searcher (the API) is open. The provider is asked at most
+        once per searcher.
+        """
+        schema = self.store.meta()
+        spec = next((v for v in schema.vectors if v.name == E5_VECTOR), None) if schema else None
+        if spec is None:
+            return None
+        if self._quality is None and self._provide is not None:
+            provide, self._provide = self._provide, None
+            try:
+                self._quality = provide()
+            except MindnetError:
+                return None
+        q = self._quality
+        if q is None or q.model_id != spec.model_id or q.dim != spec.dim:
+            return None
+        return q
+
+    def _quality_for(self, mode: Mode) -> Embedder | None:
+        """The e5 embedder when this search fuses the e5 list: hybrid, Python fusion, weight > 0."""
+        t = self.tuning
+        if mode != "hybrid" or not t.language_fusion or t.e5_weight <= 0 or self.dense_vector == E5_VECTOR:
+            return None
+        return self.quality_embedder()
+
+    def search(self, query: str, *, k: int = 10, mode: Mode = "hybrid", filters: SearchFilters | None = None,
+               expand: bool = False, by_note: bool = False) -> list[Hit]:
+        """The `k` best chunks (or notes) for a query.
+
+        Args:
+            query: free text, any configured language.
+            k: results wanted.
+            mode: `hybrid`, `dense` or `lexical`.
+            filters: restrictions on type, tags, area, project, language, path, note, created date.
+            expand: add prev/next neighbours and the best chunks of linked notes (R22).
+            by_note: one hit per note: its best chunk, with the note's best score.
+
+        Raises:
+            MindnetError: an unknown mode or a non-positive `k`.
+        """
+        if mode not in MODES:
+            raise MindnetError(f"unknown search mode {mode!r}; one of: {', '.join(MODES)}")
+        if k < 1:
+            raise MindnetError(f"k must be at least 1, not {k}")
+        query = query.strip()
+        if not query:
+            return []
+        flt = filters.to_filter() if filters else None
+        t = self.tuning
+        # by_note needs more chunks than notes wanted: a good note often brings several chunks.
+        pool = max(4 * k, t.candidates) * (3 if by_note else 1)
+        vector = self.embedder.embed_query(query) if (mode != "lexical" or expand) else None
+        if mode == "dense":
+            assert vector is not None
+            cands = [_cand(p, "dense", dense=True) for p in self._dense(vector, pool, flt)]
+        elif mode == "lexical":
+            cands = [_cand(p, "lexical") for p in self._lexical(query, pool, flt)]
+        else:
+            assert vector is not None
+            cands = self._hybrid(query, vector, pool, flt, self._quality_for(mode))
+        if expand and cands:
+            assert vector is not None
+            cands = self._expand(cands, vector, flt)
+        if by_note:
+            cands = best_per_note(cands, t.note_sum_weight if mode == "hybrid" else 0.0)
+        return [_hit(rank, c) for rank, c in enumerate(cands[:k], 1)]
+
+    def candidate_lists(self, query: str, pool: int, flt: Filter | None = None) -> CandidateLists:
+        """The dense, e5 (when the tier is there) and lexical lists and the query's language odds:
+        everything `fuse` needs.
+
+        Public so `bench/search.py` can fetch the lists once per question and try many fusion
+        settings on them without asking the store again.
+        """
+        vector = self.embedder.embed_query(query)
+        return CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
+                              query_languages(query, self.settings.languages),
+                              self._quality_list(query, self._quality_for("hybrid"), pool, flt))
+
+    def feedback_search(self, pool: int, flt: Filter | None = None) -> FeedbackSearch:
+        """The store query behind `fuse`'s feedback list: BM25 with a weighted term vector, `pool`
+        results, the search's filter. Public so `bench/search.py` can replay feedback settings."""
+
+        def run(vector: SparseVec) -> list[ScoredPoint]:
+            return self.store.search_sparse("chunks", vector, limit=pool, flt=flt)
+
+        return run
+
+    def build_context(self, hits: Sequence[Hit], budget_tokens: int, tokenizer: TokenCounter | None = None) -> Context:
+        """`build_context` with the notes' `fulltext` read from the store, so merges are exact (R23).
+
+        Args:
+            hits: search results, best first.
+            budget_tokens: the most tokens the context may take.
+            tokenizer: counts tokens; defaults to the embedding model's (`embedder.count_tokens`).
+        """
+        counter: TokenCounter = tokenizer or _EmbedderCounter(self.embedder)
+        return build_context(hits, budget_tokens, counter, fulltexts=note_fulltexts(self.store, _note_ids(hits)))
+
+    # -- the three lists -------------------------------------------------------------------------
+
+    def _dense(self, vector: Sequence[float], limit: int, flt: Filter | None) -> list[ScoredPoint]:
+        return self.store.search_dense("chunks", self.dense_vector, vector, limit=limit, flt=flt)
+
+    def _lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
+        return self.store.search_sparse("chunks", lexical_query(query, self.settings.languages), limit=limit, flt=flt)
+
+    def _quality_list(self, query: str, quality: Embedder | None, limit: int, flt: Filter | None) -> list[ScoredPoint]:
+        """Dense search on `e5`; chunks without the vector are not in it (the tier may be half filled)."""
+        if quality is None:
+            return []
+        return self.store.search_dense("chunks", E5_VECTOR, quality.embed_query(query), limit=limit, flt=flt)
+
+    def _hybrid(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None,
+                quality: Embedder | None = None) -> list[_Cand]:
+        t = self.tuning
+        if not t.language_fusion:
+            sparse = lexical_query(query, self.settings.languages)
+            fused = self.store.search_hybrid("chunks", self.dense_vector, vector, sparse, limit=pool, flt=flt,
+                                             candidates=pool, rrf_k=t.rrf_k)
+            return [_cand(p, "dense+lexical") for p in fused]
+        lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
+                               query_languages(query, self.settings.languages),
+                               self._quality_list(query, quality, pool, flt))
+        return fuse(query, lists, t, self.feedback_search(pool, flt))
+
+    # -- expansion -------------------------------------------------------------------------------
+
+    def _expand(self, cands: list[_Cand], vector: Sequence[float], flt: Filter | None) -> list[_Cand]:
+        """Add neighbours and linked notes' best chunks, each scored below what led to it (R22)."""
+        t = self.tuning
+        by_id = {c.chunk_id: c for c in cands}
+        added: dict[str, _Cand] = {}
+
+        def offer(point_payload: dict[str, Any], chunk_id: str, score: float, dense: float | None = None) -> None:
+            if chunk_id in by_id:
+                return
+            old = added.get(chunk_id)
+            if old is None or score > old.score:
+                added[chunk_id] = _Cand(chunk_id, score, point_payload, "expand", dense)
+
+        # 1. prev/next of the top chunks: the sentence before or after a hit often holds the answer.
+        top = cands[: t.expand_top]
+        want: dict[str, float] = {}
+        for c in top:
+            for side in ("prev", "next"):
+                nid = (c.payload.get("neighbors") or {}).get(side)
+                if nid and nid not in by_id:
+                    want[nid] = max(want.get(nid, 0.0), c.score * t.adjacent_decay)
+        for p in self._chunks_by_id(list(want), flt):
+            offer(p.payload, p.id, want[p.id])
+
+        # 2. best chunk of every note linked from or to a top note, by the query's dense score.
+        top_notes: dict[str, float] = {}
+        for c in cands:
+            nid = c.payload.get("note_id", "")
+            if nid not in top_notes:
+                top_notes[nid] = c.score
+                if len(top_notes) >= t.expand_top:
+                    break
+        linked = self._linked_notes(top_notes)
+        if linked:
+            ref = max((c.dense for c in cands if c.dense is not None), default=None)
+            limit = min(len(linked) * 3, 200)
+            note_cond = AnyOf("note_id", tuple(linked))
+            lflt = Filter(must=(note_cond, *flt.must), should=flt.should, must_not=flt.must_not) if flt else \
+                Filter.all(note_cond)
+            best: dict[str, ScoredPoint] = {}
+            for p in self.store.search_dense("chunks", self.dense_vector, vector, limit=limit, flt=lflt):
+                best.setdefault(str(p.payload.get("note_id", "")), p)
+            if ref is None:
+                ref = max((p.score for p in best.values()), default=1.0)
+            boost: dict[str, float] = {}
+            for note_id, p in best.items():
+                rel = min(1.0, max(0.0, p.score / ref)) if ref > 0 else 0.0
+                offer(p.payload, p.id, linked[note_id] * t.link_decay * rel, p.score)
+                boost[note_id] = t.link_boost * linked[note_id] * rel
+            if t.link_boost > 0:
+                for c in cands:
+                    c.score += boost.get(str(c.payload.get("note_id", "")), 0.0)
+        return sorted([*cands, *added.values()], key=lambda c: -c.score)
+
+    def _chunks_by_id(self, ids: list[str], flt: Filter | None) -> list[Any]:
+        if not ids:
+            return []
+        if flt is None:
+            return self.store.retrieve("chunks", ids)
+        # Let the engine apply the same filter as the search, so filter semantics live in one place.
+        return list(self.store.scroll("chunks", Filter(must=(AnyOf("chunk_id", tuple(ids)), *flt.must),
+                                                       should=flt.should, must_not=flt.must_not)))
+
+    def _linked_notes(self, top_notes: Mapping[str, float]) -> dict[str, float]:
+        """Notes linked from or to the top notes, each with the score of its best linking top note."""
+        if not top_notes:
+            return {}
+        ids = tuple(top_notes)
+        flt = Filter(should=(
+            # Outgoing: body links (chunk scope) and frontmatter links (note scope) of a top note.
+            Filter(must=(AnyOf("note_id", ids), Equals("status", "resolved")),
+                   must_not=(AnyOf("kind", (*STRUCTURAL_KINDS, "backlink")),)),
+            # Incoming: `backlink` X->Y says Y links X, so a top note as source_id means incoming.
+            Filter.all(Equals("kind", "backlink"), AnyOf("source_id", ids)),
+        ))
+        linked: dict[str, float] = {}
+        for e in self.store.scroll("edges", flt):
+            pl = e.payload
+            if pl.get("kind") == "backlink":
+                src, other = str(pl.get("source_id")), str(pl.get("target_id"))
+            else:
+                src, other = str(pl.get("note_id")), str(pl.get("target_id"))
+            if src not in top_notes or other in top_notes:
+                continue
+            linked[other] = max(linked.get(other, 0.0), top_notes[src])
+        strongest = sorted(linked.items(), key=lambda kv: -kv[1])[: self.tuning.max_linked_notes]
+        return dict(strongest)
+
+
+
+def _cand(p: ScoredPoint, via: str, dense: bool = False) -> _Cand:
+    return _Cand(p.id, p.score, p.payload, via, p.score if dense else None)
+
+
+def _hit(rank: int, c: _Cand) -> Hit:
+    pl = c.payload
+    return Hit(
+        rank=rank,
+        score=float(c.score),
+        note_id=str(pl.get("note_id", "")),
+        path=str(pl.get("path", "")),
+        title=str(pl.get("note_title", "")),
+        chunk_id=c.chunk_id,
+        section_path=str(pl.get("section_path", "/")),
+        section_title=str(pl.get("section_title", "")),
+        text=str(pl.get("text", "")),
+        char_start=int(pl.get("char_start", 0)),
+        char_end=int(pl.get("char_end", 0)),
+        line_start=int(pl.get("line_start", 0)),
+        line_end=int(pl.get("line_end", 0)),
+        lang=str(pl.get("lang", "")),
+        via=c.via,
+    )
+
+
+__all__ = ["MODES", "Hit", "Mode", "Searcher"]
