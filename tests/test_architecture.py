@@ -30,7 +30,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("points", "quality_tier", "sync"),
     ("search",),
     ("api",),
-    ("lint", "lint_cache", "evaluation", "service", "address"),
+    ("lint", "evaluation", "service", "address"),
     ("cli", "client", "server", "mcp", "web"),
 )
 """Modules (or packages) by stage, in data-flow order; a module may import its own stage or earlier."""
