@@ -631,14 +631,17 @@ def _block_around(text: str, pos: int) -> tuple[int, int]:
     return (start, line_end)
 
 
-def transclusions(note: Note, resolver: Resolver, notes_by_id: Mapping[str, Note]) -> list[Transclusion]:
+def transclusions(
+    note: Note, resolver: Resolver, notes_by_id: Mapping[str, Note], links: Sequence[Link] | None = None
+) -> list[Transclusion]:
     """The note-text embeds of a note, with the embedded text (`transclude_embeds`, default on).
 
     Embeds of attachments, of unknown notes, of the note itself and of anchors that no longer
-    exist give nothing: there is no text to index.
+    exist give nothing: there is no text to index. `links` are the note's links when the caller
+    has them from parsing; None scans the body.
     """
     out: list[Transclusion] = []
-    for link in extract_links(note.fulltext):
+    for link in extract_links(note.fulltext) if links is None else links:
         if link.kind != "embed":
             continue
         res = resolver.resolve_link(link, note.path)
