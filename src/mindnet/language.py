@@ -15,7 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-_FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)", re.M | re.S)
+from .text import without_fences
+
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
 _LINK_SYNTAX = re.compile(r"\[\[[^\]]*\]\]|\]\([^)]*\)|https?://\S+")
 
@@ -40,7 +41,7 @@ def detect_language(
     """
     if len(languages) == 1:
         return languages[0]
-    prose = _FENCE_BLOCK.sub(" ", text)
+    prose = without_fences(text)
     prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", prose))
     if len(prose.strip()) < 3:
         return languages[0]

@@ -47,7 +47,7 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 
-from mindnet.text import line_of, line_starts, trim_span
+from mindnet.text import closes_fence, fence_opener, line_of, line_starts, trim_span
 
 BlockKind: TypeAlias = Literal[
     "heading", "paragraph", "list", "item", "code", "table", "blockquote", "html", "hr", "footnote", "math"
@@ -132,8 +132,6 @@ def parse_blocks(body: str, engine: Engine = "auto") -> list[Block]:
 # --- Obsidian comments -------------------------------------------------------------------------
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-_FENCE_OPEN = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?(`{3,}|~{3,})(.*)")
-_FENCE_CLOSE = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*(`{3,}|~{3,})[ \t]*$")
 _TICKS_OR_COMMENT = re.compile(r"`+|%%")
 _NOT_BREAK = re.compile(r"[^\r\n]")
 
@@ -157,13 +155,11 @@ def mask_comments(body: str) -> str:
         line_pos, line = m.start(), m.group().rstrip("\r\n")
         if comment_start is None:
             if fence is not None:
-                close = _FENCE_CLOSE.match(line)
-                if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
+                if closes_fence(line, fence):
                     fence = None
                 continue
-            opener = _FENCE_OPEN.match(line)
-            if opener and not (opener.group(1)[0] == "`" and "`" in opener.group(2)):
-                fence = opener.group(1)
+            fence = fence_opener(line)
+            if fence is not None:
                 continue
         i = 0
         while i < len(line):

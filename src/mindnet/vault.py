@@ -21,7 +21,7 @@ from . import frontmatter as fm
 from .config import Settings
 from .errors import NoteError
 from .language import detect_language
-from .text import content_hash, line_of, line_starts, slugify
+from .text import content_hash, line_of, line_starts, slugify, without_fences
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +107,6 @@ REQUIRED_FIELDS = ("title", "id", "type", "status", "created", "tags")
 EXCLUDED_DIRS = frozenset({".obsidian", ".trash", ".git", ".mindnet"})
 IGNORE_FILE = ".mindnetignore"
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
-_FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)", re.M | re.S)
 _BOM = "\ufeff"
 
 
@@ -452,7 +451,7 @@ def _frontmatter_link_targets(data: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _first_h1(body: str) -> str | None:
-    masked = _FENCE_BLOCK.sub("", body.replace("\r\n", "\n").replace("\r", "\n"))
+    masked = without_fences(body.replace("\r\n", "\n").replace("\r", "\n"), "")
     m = _H1.search(masked)
     return m.group(1).strip() if m else None
 

@@ -63,7 +63,7 @@ from mindnet.chunking.sentences import sentence_spans
 from mindnet.chunking.tokens import NoteTokens, Tokenizer
 from mindnet.config import Profile
 from mindnet.markdown import Block, mask_comments, parse_blocks
-from mindnet.text import normalise, trim_span
+from mindnet.text import closes_fence, fence_opener, normalise, trim_span
 
 NONE, SENT, ITEM, GROUP, BLOCK, ISOLATE = range(6)
 """Boundary strengths between two leaves, weakest first; the order is what packing relies on."""
@@ -80,8 +80,6 @@ _ITEM_MARKER = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]+\[[^\]\r\n]\])?(?=\s|$
 _STRUCTURED_LINE = re.compile(r"(?:\r\n|\r|\n)[ \t]*(?:[-+*][ \t]|\d{1,9}[.)][ \t]|`{3,}|~{3,}|>|\||\$\$|<[A-Za-z!/])")
 _FENCE_LINE = re.compile(r"(?:^|\r\n|\r|\n)[ \t>]*(?:[-+*][ \t]+|\d{1,9}[.)][ \t]+)?(?:`{3,}|~{3,})")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-_FENCE_OPEN = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)*(`{3,}|~{3,})")
-_FENCE_CLOSE = re.compile(r"[ \t>]*(`{3,}|~{3,})[ \t]*$")
 _ATOMIC_KINDS = {
     "code": "code",
     "table": "table",
@@ -432,8 +430,7 @@ def item_parts(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     for m in _LINE.finditer(masked, start, end):
         line = m.group().rstrip("\r\n")
         if fence is not None:
-            close = _FENCE_CLOSE.match(line)
-            if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
+            if closes_fence(line, fence):
                 fence = None
         elif not line.strip():
             if part_start is not None:
@@ -441,9 +438,7 @@ def item_parts(masked: str, start: int, end: int) -> list[tuple[int, int]]:
                 part_start = None
             continue
         else:
-            opener = _FENCE_OPEN.match(line)
-            if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end() :]):
-                fence = opener.group(1)
+            fence = fence_opener(line)
         if line.strip():
             if part_start is None:
                 part_start = m.start() + len(line) - len(line.lstrip())

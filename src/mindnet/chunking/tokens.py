@@ -36,6 +36,7 @@ from __future__ import annotations
 import bisect
 import functools
 import importlib.resources
+import itertools
 import sys
 import time
 import unicodedata
@@ -211,7 +212,11 @@ class NoteTokens:
     def _align(self, text: str) -> bool:
         if not unicodedata.is_normalized("NFKC", text.translate(_TO_SPACE) if not text.isascii() else text):
             return False
-        ids = np.asarray(self._tokenizer.processor.encode(text, return_type="numpy"), dtype=np.int64)
+        # One batch of lines, not one long string: the model's Viterbi sums float32 scores from the
+        # start of its input, so over a whole note rounding flips near-ties ("▁Screen shots" where the
+        # chunk alone gives "▁S creenshot s"). Lines keep every sum as short as in a chunk of its own.
+        lines = self._tokenizer.processor.encode(text.split("\n"), num_threads=1)
+        ids = np.fromiter(itertools.chain.from_iterable(lines), dtype=np.int64)
         if (ids == _UNK_ID).any():
             return False
         codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
