@@ -74,10 +74,10 @@ def _normalise_prose(segment: str) -> str:
 
 # --- fenced code: the one scanner ----------------------------------------------------------------
 
-FENCE_OPEN = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)*(`{3,}|~{3,})(.*)")
+FENCE_OPEN = re.compile(r"(?:[ \t]*(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t])))*[ \t]*(`{3,}|~{3,})(.*)")
 """A line that opens a fence, also inside quotes and callouts (`>` markers) and list items (markers or
-indentation); group 1 is the fence, group 2 the info string."""
-FENCE_CLOSE = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*(`{3,}|~{3,})[ \t]*$")
+indentation), nested in any order (`> - > ```); group 1 is the fence, group 2 the info string."""
+FENCE_CLOSE = re.compile(r"(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})[ \t]*$")
 """A line that may close a fence (same character, at least as long: `closes_fence`)."""
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 

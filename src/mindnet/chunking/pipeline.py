@@ -20,10 +20,12 @@ from .recursive import chunk_recursive, validate
 from .structure import chunk_structure
 from .tokens import NoteTokens, Tokenizer, default_tokenizer
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 """Bump when the same settings give other chunk records (boundaries, text, language): the importer
 folds it into every note's `chunking_hash`, so stores re-chunk once (2: chunk language judged on
-the first 600 characters of prose, not of text)."""
+the first 600 characters of prose, not of text; 3: fenced code in quotes and list items kept
+verbatim (R5), long lists cut only between blocks of 5-8 items (R9), chunk language detected per
+chunk only in mixed notes)."""
 
 
 def check_settings(settings: Settings) -> None:

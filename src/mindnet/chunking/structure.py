@@ -27,8 +27,9 @@ Edge-case decisions (documented here because R7-R10 leave them open):
 - List items are sentence-split only when they are plain prose. An item holding a nested list,
   fence, table or quote is split only at its blank lines outside fences (`item_parts`), each part
   atomic; its inner structure is not re-parsed.
-- Long lists are grouped into runs of 5-8 items (as even as possible); cuts prefer group
-  boundaries, then item boundaries, then sentences inside an item.
+- Long lists are grouped into runs of 5-8 items (as even as possible); a chunk ends between two
+  groups even below `target_min` rather than inside the next group (R9: "cut into blocks of 5-8
+  items"). Only a group that alone does not fit `max` is cut, at its items, then at sentences.
 - A checklist list (every item a task) is isolated with its introducing sentence (and heading, if
   glued), so the task list is its own chunk (R9). Tables and quotes over two source lines are
   isolated the same way, taking along the paragraph sentence right before them when it ends in
@@ -564,6 +565,8 @@ class _Packer:
                 return j
             if size <= p.max:
                 return u
+            if level == GROUP and j > pos:
+                return j  # R9: a long list is cut between its blocks of 5-8 items, never inside one
             inner = max((self.bounds[k] for k in range(j + 1, u)), default=NONE)
             if inner > NONE:
                 stack.append((inner, u))
