@@ -19,6 +19,11 @@ interleaved in rotating order inside every round so that load on the shared mach
 them alike. `mindnet structure` is the bare `chunk_structure` (spans); `mindnet chunk_note` is the
 importer's full per-note pipeline (spans + finalize: text, ids, hashes, per-chunk language).
 
+Floor: `floor (1 parse + 1 tokenize)` is one pyromark parse (events with ranges, the extensions
+mindnet enables) plus one sentencepiece pass over each body, the least any structure- and
+token-aware chunker must do; it is timed in the same rounds, and mindnet's time is printed as a
+ratio to it and to each peer.
+
 Quality: peer chunks carry no offsets we can trust across peers, so each chunk's text is located
 in the body by a sequential search that ignores whitespace (LangChain rewrites line breaks and
 indentation); the spans then go through `mindnet.chunking.invariants.check_chunks`, the same
@@ -44,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyromark
 from chonkie import RecursiveChunker
 from chonkie.tokenizer import Tokenizer as ChonkieTokenizerBase
 from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
@@ -56,11 +62,12 @@ from mindnet.chunking.pipeline import chunk_note
 from mindnet.chunking.structure import chunk_structure
 from mindnet.chunking.tokens import Tokenizer, default_tokenizer
 from mindnet.config import Profile, Settings
-from mindnet.markdown import Block, parse_blocks
+from mindnet.markdown import PYROMARK_OPTIONS, Block, parse_blocks
 from mindnet.text import normalise
 from mindnet.vault import Note, read_vault
 
 MINDNET = ("mindnet structure", "mindnet chunk_note")
+FLOOR = "floor (1 parse + 1 tokenize)"
 _WS = re.compile(r"\s+")
 
 
@@ -144,7 +151,10 @@ def make_chunkers(settings: Settings, profile: Profile, tok: Tokenizer) -> dict[
     recursive = RecursiveCharacterTextSplitter(chunk_size=profile.max, chunk_overlap=0, length_function=tok.count)
     chonkie = RecursiveChunker(tokenizer=_ChonkieTokenizer(tok), chunk_size=profile.max)
     stops = settings.stop_sections
+    parser = pyromark.Markdown(options=PYROMARK_OPTIONS)
+    sp = tok.processor
     return {
+        FLOOR: lambda n: [parser.events_with_range(n.fulltext, merge_text=True), sp.encode(n.fulltext)],
         "mindnet structure": lambda n: chunk_structure(
             n.fulltext, profile, stop_sections=stops, tokenizer=tok, lang=n.lang
         ),
@@ -248,6 +258,8 @@ def check_all(
 ) -> None:
     """Sizes and invariant violations of every chunker's last output, all under `check_chunks`."""
     for name, per_note in outputs.items():
+        if name == FLOOR:
+            continue
         res = results[name]
         for note, note_blocks, out in zip(notes, blocks, per_note, strict=True):
             body = note.fulltext
@@ -307,7 +319,8 @@ def main() -> None:
     blocks = [parse_blocks(t) for t in texts]
     check_all(notes, blocks, results, outputs, profile, tok)
 
-    peers = [r for name, r in results.items() if name not in MINDNET]
+    peers = [r for name, r in results.items() if name not in (*MINDNET, FLOOR)]
+    floor = results[FLOOR]
     fastest = min(peers, key=lambda r: r.best)
     ratios = {name: fastest.best / results[name].best for name in MINDNET}
     report = {
@@ -319,6 +332,10 @@ def main() -> None:
         "load_average": os.getloadavg(),
         "fastest_peer": fastest.name,
         "ratio_to_fastest_peer": {k: round(v, 3) for k, v in ratios.items()},
+        "time_over_floor": {name: round(results[name].best / floor.best, 3) for name in MINDNET},
+        "time_over_peer": {
+            name: {p.name: round(results[name].best / p.best, 3) for p in peers} for name in MINDNET
+        },
         "chunkers": {
             r.name: {
                 "best_seconds": round(r.best, 3),
@@ -357,6 +374,12 @@ def main() -> None:
     print(f"\nfastest peer: {fastest.name} ({mb / fastest.best:.3f} MB/s)")
     for name, ratio in ratios.items():
         print(f"{name} / fastest peer: {ratio:.2f}x  (goal >= 1.00 with 0 violations)")
+    print(f"\nfloor: {mb / floor.best:.3f} MB/s (one pyromark parse + one sentencepiece pass per body)")
+    for name in MINDNET:
+        over = results[name].best / floor.best
+        vs = ", ".join(f"{p.name} {results[name].best / p.best:.2f}x" for p in peers)
+        print(f"{name}: {mb / results[name].best:.3f} MB/s, time {over:.2f}x the floor (goal <= 2.5x); "
+              f"time vs peers: {vs}")
     for r in results.values():
         for example in r.examples[:1]:
             print(f"example {r.name}: {example}")

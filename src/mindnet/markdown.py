@@ -279,7 +279,7 @@ def _markdown_it_blocks(text: str) -> list[_Raw]:
 
 # --- pyromark (fast engine) --------------------------------------------------------------------
 
-_PYROMARK_OPTIONS = (
+PYROMARK_OPTIONS = (
     pyromark.Options.ENABLE_TABLES
     | pyromark.Options.ENABLE_FOOTNOTES
     | pyromark.Options.ENABLE_TASKLISTS
@@ -301,7 +301,7 @@ _PYROMARK_KINDS: dict[str, BlockKind] = {
 @cache
 def _pyromark() -> pyromark.Markdown:
     """The pulldown-cmark parser with the extensions that match the reference engine."""
-    return pyromark.Markdown(options=_PYROMARK_OPTIONS)
+    return pyromark.Markdown(options=PYROMARK_OPTIONS)
 
 
 def _pyromark_blocks(text: str) -> list[_Raw]:

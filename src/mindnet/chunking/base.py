@@ -122,10 +122,11 @@ def finalize(
     tokens = tokens if tokens is not None else tokenizer.note(body)
     counts = [tokens.count(s.char_start, s.char_end) for s in spans]
     langs = chunk_languages(texts, note.lang, languages, cache_dir)
+    heads = tokenizer.head_ids_many(texts, STABLE_KEY_TOKENS)
     total = len(spans)
     ids = [chunk_id(note.note_id, i + 1, total) for i in range(total)]
     chunks: list[Chunk] = []
-    for i, (span, text, count, lang) in enumerate(zip(spans, texts, counts, langs, strict=True)):
+    for i, (span, text, count, lang, head) in enumerate(zip(spans, texts, counts, langs, heads, strict=True)):
         title, path = span.section_title, span.section_path
         if path is None:
             # A recursive piece may begin with the separator's line break: the section is the
@@ -158,7 +159,7 @@ def finalize(
                 oversize=span.oversize,
                 has_code=span.has_code,
                 summary=span.summary,
-                stable_key=_stable_key(path, text, tokenizer),
+                stable_key=_stable_key(path, head),
                 text_hash=content_hash(text),
                 neighbors={"prev": ids[i - 1] if i else None, "next": ids[i + 1] if i + 1 < total else None},
             )
@@ -166,9 +167,8 @@ def finalize(
     return chunks
 
 
-def _stable_key(section_path: str, text: str, tokenizer: Tokenizer) -> str:
+def _stable_key(section_path: str, head: list[int]) -> str:
     """Hash of the section path and the ids of the first 64 tokens (R12); ids, not offsets, are cheap."""
-    head = tokenizer.head_ids(text, STABLE_KEY_TOKENS)
     return content_hash(f"{section_path}\n{' '.join(map(str, head))}")
 
 

@@ -47,16 +47,19 @@ class ParsedNote:
     blocks: tuple[Block, ...]
     """`markdown.parse_blocks(note.fulltext)`: sections, leaves and section titles come from these."""
     links: tuple[Link, ...]
-    """`links.extract_links(note.fulltext)`: chunk payloads, graph edges and transclusions use these."""
+    """`links.extract_links(note.fulltext)`: chunk payloads, graph edges and transclusions use these
+    (empty when `parse` was told that no links are wanted)."""
     tokens: NoteTokens
     """One tokenizer pass over the body; every chunk and leaf size is derived from it."""
 
 
-def parse(note: Note, tokenizer: Tokenizer | None = None) -> ParsedNote:
-    """Parse, link-scan and tokenise one note's body, once."""
+def parse(note: Note, tokenizer: Tokenizer | None = None, *, links: bool = True) -> ParsedNote:
+    """Parse, link-scan and tokenise one note's body, once; `links=False` skips the link scan for
+    callers that resolve no links (`mindnet-chunk` without a vault)."""
     body = note.fulltext
     tokenizer = tokenizer or default_tokenizer()
-    return ParsedNote(note, tuple(parse_blocks(body)), tuple(extract_links(body)), tokenizer.note(body))
+    found = tuple(extract_links(body)) if links else ()
+    return ParsedNote(note, tuple(parse_blocks(body)), found, tokenizer.note(body))
 
 
 def chunk_spans(parsed: ParsedNote, settings: Settings, tokenizer: Tokenizer) -> list[ChunkSpan]:
@@ -112,7 +115,7 @@ def chunk_note(
         ConfigError: invalid recursive settings.
     """
     tokenizer = tokenizer or default_tokenizer()
-    return chunk_parsed(parse(note, tokenizer), settings, resolver, tokenizer)
+    return chunk_parsed(parse(note, tokenizer, links=resolver is not None), settings, resolver, tokenizer)
 
 
 def links_in_chunk(links: Iterable[Link], chunk: Chunk) -> list[Link]:

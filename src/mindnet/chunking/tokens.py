@@ -152,6 +152,19 @@ class Tokenizer:
             size *= 2
         return list(self._sp.encode(text))[:n]
 
+    def head_ids_many(self, texts: Sequence[str], n: int) -> list[list[int]]:
+        """`head_ids` of many texts, their prefixes encoded in one call."""
+        size = 8 * n
+        heads = []
+        for text in texts:
+            cut = max(text.rfind(" ", 0, size), text.rfind("\n", 0, size)) if len(text) > size else -1
+            heads.append(text[:cut] if cut > 0 else text)
+        batch = self._sp.encode(heads, num_threads=1) if heads else []
+        return [
+            list(ids[:n]) if len(ids) >= n or len(head) == len(text) else self.head_ids(text, n)
+            for text, head, ids in zip(texts, heads, batch, strict=True)
+        ]
+
     def note(self, text: str) -> NoteTokens:
         """One pass over a whole text, from which every span's count is derived (`NoteTokens`)."""
         return NoteTokens(self, text)
@@ -175,7 +188,6 @@ _SEPARATORS = " \t\n\r\f\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u
 separate words alike in a chunk's text and in the note's body. (Not U+000B or U+0085: the model keeps
 those as unknown characters.)"""
 _SEPARATOR_CODES = np.array([ord(c) for c in _SEPARATORS], dtype=np.uint32)
-_TO_SPACE = str.maketrans(dict.fromkeys(_SEPARATORS, " "))
 
 
 class NoteTokens:
@@ -210,8 +222,13 @@ class NoteTokens:
         """Whether counts come from the one pass (else every count is computed on its own)."""
 
     def _align(self, text: str) -> bool:
-        if not unicodedata.is_normalized("NFKC", text.translate(_TO_SPACE) if not text.isascii() else text):
-            return False
+        if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+            for sep in _SEPARATORS[5:]:  # the non-ASCII separators: NFKC makes each a plain space
+                if sep in text:
+                    text = text.replace(sep, " ")
+            if not unicodedata.is_normalized("NFKC", text):
+                return False
+            text = self._text
         # One batch of lines, not one long string: the model's Viterbi sums float32 scores from the
         # start of its input, so over a whole note rounding flips near-ties ("▁Screen shots" where the
         # chunk alone gives "▁S creenshot s"). Lines keep every sum as short as in a chunk of its own.
