@@ -321,10 +321,24 @@ def _pyromark_blocks(text: str) -> list[_Raw]:
     only_math = False
     content_end = item_end = 0
     for event, rng in _pyromark().events_with_range(text, merge_text=True):
-        start, end = rng["start"], rng["end"]
-        if isinstance(event, dict) and "Start" in event:
+        end = rng["end"]
+        if type(event) is not dict or ("Start" not in event and "End" not in event):
+            # Inline content (text, code, breaks, math) or a rule; most events are these.
+            if depth == 0:
+                if event == "Rule":
+                    raws.append(_Raw("hr", rng["start"], end))
+                continue
+            if end > content_end:
+                content_end = end
+            if end > item_end:
+                item_end = end
+            if depth == 1 and only_math and not (type(event) is dict and "DisplayMath" in event):
+                only_math = False
+            continue
+        start = rng["start"]
+        if "Start" in event:
             tag: Any = event["Start"]
-            name = tag if isinstance(tag, str) else next(iter(tag))
+            name = tag if type(tag) is str else next(iter(tag))
             if depth == 0:
                 current = _pyromark_start(name, tag, start, end)
                 if current is not None:
@@ -343,29 +357,19 @@ def _pyromark_blocks(text: str) -> list[_Raw]:
                     only_math = False
             depth += 1
             continue
-        if isinstance(event, dict) and "End" in event:
-            depth -= 1
-            if depth == 0 and current is not None:
-                if only_math and data.startswith(b"$$", current.start):
-                    # A paragraph that is nothing but `$$…$$` display math is the math block the
-                    # reference engine finds (R9: never split).
-                    current.kind = "math"
-                if current.kind in _CONTAINERS and content_end:
-                    current.end = min(current.end, content_end)
-                    _close_item(current, item_end)
-                current = None
-            elif depth >= 1 and next(iter(event["End"])) not in _CONTAINER_TAGS:
-                content_end = max(content_end, end)
-                item_end = max(item_end, end)
-            continue
-        if depth == 0:
-            if event == "Rule":
-                raws.append(_Raw("hr", start, end))
-            continue
-        content_end = max(content_end, end)
-        item_end = max(item_end, end)
-        if depth == 1 and not (isinstance(event, dict) and "DisplayMath" in event):
-            only_math = False
+        depth -= 1
+        if depth == 0 and current is not None:
+            if only_math and data.startswith(b"$$", current.start):
+                # A paragraph that is nothing but `$$…$$` display math is the math block the
+                # reference engine finds (R9: never split).
+                current.kind = "math"
+            if current.kind in _CONTAINERS and content_end:
+                current.end = min(current.end, content_end)
+                _close_item(current, item_end)
+            current = None
+        elif depth >= 1 and next(iter(event["End"])) not in _CONTAINER_TAGS:
+            content_end = max(content_end, end)
+            item_end = max(item_end, end)
     if not text.isascii():
         _bytes_to_chars(data, raws)
     return raws
