@@ -16,8 +16,15 @@ Peers:
 
 Timing: only the chunking calls over in-memory bodies, best of `--rounds` passes, the chunkers
 interleaved in rotating order inside every round so that load on the shared machine hits all of
-them alike. `mindnet structure` is the bare `chunk_structure` (spans); `mindnet chunk_note` is the
+them alike. Both wall and process CPU seconds are kept: every chunker here runs on one thread, so
+on an overloaded machine CPU time is the figure that does not depend on what else runs.
+`mindnet structure` is the bare `chunk_structure` (spans); `mindnet chunk_note` is the
 importer's full per-note pipeline (spans + finalize: text, ids, hashes, per-chunk language).
+
+Floor: `floor (1 parse + 1 tokenize)` is one pyromark parse (events with ranges, the extensions
+mindnet enables) plus one sentencepiece pass over each body, the least any structure- and
+token-aware chunker must do; it is timed in the same rounds, and mindnet's time is printed as a
+ratio to it and to each peer.
 
 Quality: peer chunks carry no offsets we can trust across peers, so each chunk's text is located
 in the body by a sequential search that ignores whitespace (LangChain rewrites line breaks and
@@ -44,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyromark
 from chonkie import RecursiveChunker
 from chonkie.tokenizer import Tokenizer as ChonkieTokenizerBase
 from langchain_text_splitters import MarkdownHeaderTextSplitter, RecursiveCharacterTextSplitter
@@ -56,11 +64,12 @@ from mindnet.chunking.pipeline import chunk_note
 from mindnet.chunking.structure import chunk_structure
 from mindnet.chunking.tokens import Tokenizer, default_tokenizer
 from mindnet.config import Profile, Settings
-from mindnet.markdown import Block, parse_blocks
+from mindnet.markdown import PYROMARK_OPTIONS, Block, parse_blocks
 from mindnet.text import normalise
 from mindnet.vault import Note, read_vault
 
 MINDNET = ("mindnet structure", "mindnet chunk_note")
+FLOOR = "floor (1 parse + 1 tokenize)"
 _WS = re.compile(r"\s+")
 
 
@@ -80,6 +89,8 @@ class Result:
 
     name: str
     seconds: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+    """Process CPU seconds of each pass: on a shared, overloaded machine the fairer figure."""
     chunks: int = 0
     tokens: int = 0
     max_tokens: int = 0
@@ -92,6 +103,10 @@ class Result:
     @property
     def best(self) -> float:
         return min(self.seconds)
+
+    @property
+    def best_cpu(self) -> float:
+        return min(self.cpu)
 
 
 class _ChonkieTokenizer(ChonkieTokenizerBase):
@@ -144,7 +159,10 @@ def make_chunkers(settings: Settings, profile: Profile, tok: Tokenizer) -> dict[
     recursive = RecursiveCharacterTextSplitter(chunk_size=profile.max, chunk_overlap=0, length_function=tok.count)
     chonkie = RecursiveChunker(tokenizer=_ChonkieTokenizer(tok), chunk_size=profile.max)
     stops = settings.stop_sections
+    parser = pyromark.Markdown(options=PYROMARK_OPTIONS)
+    sp = tok.processor
     return {
+        FLOOR: lambda n: [parser.events_with_range(n.fulltext, merge_text=True), sp.encode(n.fulltext)],
         "mindnet structure": lambda n: chunk_structure(
             n.fulltext, profile, stop_sections=stops, tokenizer=tok, lang=n.lang
         ),
@@ -230,9 +248,10 @@ def time_all(
         for name in order:
             run = chunkers[name]
             gc.collect()
-            began = time.perf_counter()
+            began, cpu = time.perf_counter(), time.process_time()
             out = [run(n) for n in notes]
             results[name].seconds.append(time.perf_counter() - began)
+            results[name].cpu.append(time.process_time() - cpu)
             outputs[name] = out
             print(f"  round {r + 1}: {name:30s} {results[name].seconds[-1]:7.2f} s", file=sys.stderr)
     return results, outputs
@@ -248,6 +267,8 @@ def check_all(
 ) -> None:
     """Sizes and invariant violations of every chunker's last output, all under `check_chunks`."""
     for name, per_note in outputs.items():
+        if name == FLOOR:
+            continue
         res = results[name]
         for note, note_blocks, out in zip(notes, blocks, per_note, strict=True):
             body = note.fulltext
@@ -307,7 +328,8 @@ def main() -> None:
     blocks = [parse_blocks(t) for t in texts]
     check_all(notes, blocks, results, outputs, profile, tok)
 
-    peers = [r for name, r in results.items() if name not in MINDNET]
+    peers = [r for name, r in results.items() if name not in (*MINDNET, FLOOR)]
+    floor = results[FLOOR]
     fastest = min(peers, key=lambda r: r.best)
     ratios = {name: fastest.best / results[name].best for name in MINDNET}
     report = {
@@ -319,10 +341,17 @@ def main() -> None:
         "load_average": os.getloadavg(),
         "fastest_peer": fastest.name,
         "ratio_to_fastest_peer": {k: round(v, 3) for k, v in ratios.items()},
+        "time_over_floor": {name: round(results[name].best / floor.best, 3) for name in MINDNET},
+        "cpu_over_floor": {name: round(results[name].best_cpu / floor.best_cpu, 3) for name in MINDNET},
+        "time_over_peer": {
+            name: {p.name: round(results[name].best / p.best, 3) for p in peers} for name in MINDNET
+        },
         "chunkers": {
             r.name: {
                 "best_seconds": round(r.best, 3),
                 "all_seconds": [round(s, 3) for s in r.seconds],
+                "best_cpu_seconds": round(r.best_cpu, 3),
+                "mb_per_cpu_s": round(mb / r.best_cpu, 3),
                 "mb_per_s": round(mb / r.best, 3),
                 "chunks_per_s": round(r.chunks / r.best, 1),
                 "chunks": r.chunks,
@@ -344,12 +373,12 @@ def main() -> None:
     print(f"\n{len(notes)} notes, {mb:.2f} MB, max {profile.max} tokens (USE sentencepiece, BOS/EOS included), "
           f"best of {args.rounds} interleaved rounds, load average {os.getloadavg()[0]:.1f}\n")
     rows = [
-        [r.name, mb / r.best, r.chunks / r.best, r.chunks, r.tokens / max(r.chunks, 1), r.max_tokens, r.over_max,
-         sum(r.violations.values()), r.notes_with_violations, r.best]
+        [r.name, mb / r.best, mb / r.best_cpu, r.chunks / r.best, r.chunks, r.tokens / max(r.chunks, 1), r.max_tokens,
+         r.over_max, sum(r.violations.values()), r.notes_with_violations, r.best, r.best_cpu]
         for r in results.values()
     ]
-    print(table(["chunker", "MB/s", "chunks/s", "chunks", "mean tok", "max tok", ">max", "violations",
-                 "notes w/ viol", "best s"], rows))
+    print(table(["chunker", "MB/s", "MB/s CPU", "chunks/s", "chunks", "mean tok", "max tok", ">max", "violations",
+                 "notes w/ viol", "best s", "best CPU s"], rows))
     kinds = sorted({k for r in results.values() for k in r.violations})
     if kinds:
         print("\nviolations by kind (check_chunks, same checker for all)\n")
@@ -357,6 +386,15 @@ def main() -> None:
     print(f"\nfastest peer: {fastest.name} ({mb / fastest.best:.3f} MB/s)")
     for name, ratio in ratios.items():
         print(f"{name} / fastest peer: {ratio:.2f}x  (goal >= 1.00 with 0 violations)")
+    print(f"\nfloor: {mb / floor.best:.3f} MB/s wall, {mb / floor.best_cpu:.3f} MB/s CPU "
+          "(one pyromark parse + one sentencepiece pass per body)")
+    for name in MINDNET:
+        r = results[name]
+        print(f"{name}: {mb / r.best:.3f} MB/s wall, {mb / r.best_cpu:.3f} MB/s CPU; "
+              f"{r.best / floor.best:.2f}x the floor's wall time, {r.best_cpu / floor.best_cpu:.2f}x its CPU time "
+              "(goal <= 2.5x)")
+        print("  vs peers (wall, CPU): " + ", ".join(
+            f"{p.name} {r.best / p.best:.2f}x, {r.best_cpu / p.best_cpu:.2f}x" for p in peers))
     for r in results.values():
         for example in r.examples[:1]:
             print(f"example {r.name}: {example}")

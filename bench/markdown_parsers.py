@@ -1,7 +1,8 @@
 """Compare the two `parse_blocks` engines on the shared corpora: speed and block parity.
 
-Decides `mindnet.markdown.DEFAULT_ENGINE`: pyromark may become the default only if its top-level
-(kind, char_start, char_end) lists equal markdown-it's on every file. Run from the repo root:
+Decides `mindnet.markdown.DEFAULT_ENGINE`: pyromark may be the default only if its blocks equal
+markdown-it's on every file (the whole `Block` records: kinds, spans, list items, titles, callouts,
+checklists, fence info). Run from the repo root:
 
     .venv/bin/python bench/markdown_parsers.py [CORPORA_ROOT] [--examples N]
 """
@@ -61,7 +62,7 @@ def main() -> None:
 
     reference, fast = runs["markdown-it"][1], runs["pyromark"][1]
     bodies_by_path = dict(bodies)
-    differing = [path for path in reference if signature(reference[path]) != signature(fast[path])]
+    differing = [path for path in reference if reference[path] != fast[path]]
     print(f"files whose top-level blocks differ: {len(differing)} of {len(bodies)}")
     for path in differing[: args.examples]:
         body = bodies_by_path[path]

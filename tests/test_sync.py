@@ -443,3 +443,37 @@ def test_changed_and_deleted_notes_are_told_apart_by_their_state(
     (vault / "concepts" / "qdrant.md").unlink()
     summary, _ = run(vault)
     assert (summary.notes_changed, summary.notes_deleted, summary.notes_new, summary.notes_unchanged) == (1, 1, 0, 15)
+
+
+def test_an_import_parses_and_scans_each_note_once(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blocks, links and tokens travel with the note (`ParsedNote`): chunking, edges and transclusion
+    read them, so the Markdown parser and the link scanner see each imported note once."""
+    from mindnet import links as links_module
+    from mindnet import markdown as markdown_module
+    from mindnet.chunking import pipeline as pipeline_module
+
+    scanned: list[str] = []
+    parsed: list[str] = []
+    original_scan, original_parse = links_module.extract_links, markdown_module.parse_blocks
+
+    def scan(text: str) -> list[Any]:
+        scanned.append(text)
+        return original_scan(text)
+
+    def parse(body: str, engine: Any = "auto") -> list[Any]:
+        parsed.append(body)
+        return original_parse(body, engine)
+
+    for module in (links_module, pipeline_module, sys.modules["mindnet.graph"], sys.modules["mindnet.points"]):
+        if hasattr(module, "extract_links"):
+            monkeypatch.setattr(module, "extract_links", scan)
+    for module in (markdown_module, pipeline_module, sys.modules["mindnet.chunking.base"]):
+        monkeypatch.setattr(module, "parse_blocks", parse)
+    summary, _ = run(vault)
+    from mindnet.vault import read_vault
+
+    bodies = {note.fulltext for note in read_vault(vault, Settings()).notes}
+    note_scans = [text for text in scanned if text in bodies]  # graph also scans single raw links
+    assert summary.notes_new == len(bodies) == 17
+    assert len(note_scans) == len(set(note_scans)) == 17
+    assert len(parsed) == len(set(parsed)) == 17

@@ -57,6 +57,12 @@ class RecursiveSettings:
     sentence_overlap: int = 0
 
 
+def default_cache_dir(env: Mapping[str, str] | None = None) -> str:
+    """`$XDG_CACHE_HOME/mindnet`, else `~/.cache/mindnet`: where files derived from packaged models live."""
+    env = os.environ if env is None else env
+    return str(Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mindnet")
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a run needs, resolved once at the entry point."""
@@ -90,6 +96,8 @@ class Settings:
     transclude_embeds: bool = True
     id_scheme: str | None = None
     tag_scheme: tuple[str, ...] | None = None
+    cache_dir: str | None = field(default_factory=default_cache_dir)
+    """Per-user cache of files derived from packaged models (py3langid's unpacked tables); None keeps none."""
 
     def profile_for(self, note_type: str) -> Profile:
         """The profile of a note type, or the default profile for any other type."""
@@ -118,6 +126,7 @@ _ENV_FIELDS: dict[str, str] = {
     "MINDNET_REPLICATION_FACTOR": "replication_factor",
     "MINDNET_NOTE_REFERENCES": "note_references",
     "MINDNET_NEIGHBORS": "neighbors",
+    "MINDNET_CACHE_DIR": "cache_dir",
 }
 
 
@@ -152,6 +161,7 @@ def load_settings(
     for name, value in (overrides or {}).items():
         if value is not None:
             raw[name] = value
+    raw.setdefault("cache_dir", default_cache_dir(env))
     return _build(raw, source=str(path) if path else "settings")
 
 

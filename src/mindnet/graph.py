@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeAlias
 from urllib.parse import unquote
 
-from .links import Resolver, extract_links, frontmatter_links, link_key, note_keys
+from .links import Link, Resolver, extract_links, frontmatter_links, link_key, note_keys
 
 if TYPE_CHECKING:
     from .chunking.base import Chunk
@@ -186,8 +186,15 @@ class _Acc:
         self.raw: dict[str, None] = {}
 
 
-def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings: Settings, *,
-               note_references: bool | None = None) -> list[Edge]:
+def note_edges(
+    note: Note,
+    chunks: Sequence[Chunk],
+    resolver: Resolver,
+    settings: Settings,
+    links: Sequence[Link] | None = None,
+    *,
+    note_references: bool | None = None,
+) -> list[Edge]:
     """Every edge a note produces (R16), in a deterministic order.
 
     Args:
@@ -195,6 +202,7 @@ def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings
         chunks: its chunks; links are assigned to the chunk whose new content holds them (R11).
         resolver: built from every note of the vault after the change.
         settings: `note_references`, `has_section_edges`.
+        links: the note's links as its `ParsedNote` carries them; None scans the body here.
         note_references: overrides the setting (a vault without chunks needs note-level links).
     """
     nid = note.note_id
@@ -213,7 +221,7 @@ def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings
     chunk_links: dict[tuple[str, str, str], _Acc] = {}
     note_links: dict[str, _Acc] = {}
     linked: dict[str, None] = {}
-    for link in extract_links(note.fulltext):
+    for link in extract_links(note.fulltext) if links is None else links:
         if not link.target:
             continue  # `[[#Heading]]`: always this note, nothing to re-resolve
         res = resolver.resolve_link(link, note.path)
@@ -253,14 +261,21 @@ def note_edges(note: Note, chunks: Sequence[Chunk], resolver: Resolver, settings
 
 
 def build_edges(
-    notes: Iterable[Note], chunks_by_note: Mapping[str, Sequence[Chunk]], resolver: Resolver, settings: Settings,
-    *, note_references: bool | None = None,
+    notes: Iterable[Note],
+    chunks_by_note: Mapping[str, Sequence[Chunk]],
+    resolver: Resolver,
+    settings: Settings,
+    links_by_note: Mapping[str, Sequence[Link]] | None = None,
+    *,
+    note_references: bool | None = None,
 ) -> list[Edge]:
-    """The edges of many notes (R16); `chunks_by_note` maps note id to that note's chunks."""
+    """The edges of many notes (R16); `chunks_by_note` (and `links_by_note`) map note id to that note's chunks
+    (and links, when the caller has them from parsing)."""
     edges: list[Edge] = []
     for note in notes:
         chunks = chunks_by_note.get(note.note_id, ())
-        edges.extend(note_edges(note, chunks, resolver, settings, note_references=note_references))
+        links = links_by_note.get(note.note_id) if links_by_note is not None else None
+        edges.extend(note_edges(note, chunks, resolver, settings, links, note_references=note_references))
     return edges
 
 
@@ -403,6 +418,7 @@ def incremental_edges(
     resolver: Resolver,
     chunks_of: Callable[[Note], Sequence[Chunk]],
     settings: Settings,
+    links_of: Callable[[Note], Sequence[Link]] | None = None,
 ) -> EdgeDelta:
     """Exactly the edges to add and delete after some notes changed (issue item 4, R15, R21).
 
@@ -418,6 +434,7 @@ def incremental_edges(
         resolver: built from `notes_by_id`.
         chunks_of: the chunks of a note (deterministic, so unchanged notes re-chunk identically).
         settings: graph settings.
+        links_of: the links of a note from its parse; None scans each body again.
     """
     source = EdgeList(stored) if isinstance(stored, Sequence) else stored
     changed = list(changed)
@@ -428,7 +445,8 @@ def incremental_edges(
     relink = notes_to_relink(suspects, resolver, changed, gone, transclude=settings.transclude_embeds)
     rebuild = changed_ids | relink
     notes = [notes_by_id[nid] for nid in sorted(rebuild) if nid in notes_by_id]
-    new = build_edges(notes, {n.note_id: chunks_of(n) for n in notes}, resolver, settings)
+    links = {n.note_id: links_of(n) for n in notes} if links_of is not None else None
+    new = build_edges(notes, {n.note_id: chunks_of(n) for n in notes}, resolver, settings, links)
     old = list(source.of_notes(rebuild | gone))
     to_add, to_delete = diff_edges(old, new)
     touched = rebuild | {e.source_id for e in (*to_add, *to_delete) if e.kind == "backlink"}

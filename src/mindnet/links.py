@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import unquote
 
-from .text import slugify
+from .text import closes_fence, fence_opener, slugify
 
 if TYPE_CHECKING:
     from .vault import Note
@@ -121,7 +121,6 @@ class Transclusion:
 # --------------------------------------------------------------------------------------------
 # Masking: code and comments never contain links (R14).
 
-_FENCE = re.compile(r"^[ \t>]*(`{3,}|~{3,})")
 _BLANK_LINE = re.compile(r"\n[ \t]*\r?\n")
 # Lines split on CRLF, CR and LF only, as `text.line_starts` does (U+2028 is ordinary text).
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
@@ -146,13 +145,13 @@ def _hidden_spans(text: str) -> list[tuple[int, int]]:
     fence_start = 0
     for line in _LINE.findall(text):
         line_end = pos + len(line)
-        m = _FENCE.match(line)
+        bare = line.rstrip("\r\n")
         if fence is None:
-            if m:
-                fence = m.group(1)
+            fence = fence_opener(bare)
+            if fence is not None:
                 spans.extend(_inline_spans(text, prose_start, pos))
                 fence_start = pos
-        elif m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and not line[m.end() :].strip():
+        elif closes_fence(bare, fence):
             spans.append((fence_start, line_end))
             fence = None
             prose_start = line_end
@@ -631,14 +630,17 @@ def _block_around(text: str, pos: int) -> tuple[int, int]:
     return (start, line_end)
 
 
-def transclusions(note: Note, resolver: Resolver, notes_by_id: Mapping[str, Note]) -> list[Transclusion]:
+def transclusions(
+    note: Note, resolver: Resolver, notes_by_id: Mapping[str, Note], links: Sequence[Link] | None = None
+) -> list[Transclusion]:
     """The note-text embeds of a note, with the embedded text (`transclude_embeds`, default on).
 
     Embeds of attachments, of unknown notes, of the note itself and of anchors that no longer
-    exist give nothing: there is no text to index.
+    exist give nothing: there is no text to index. `links` are the note's links when the caller
+    has them from parsing; None scans the body.
     """
     out: list[Transclusion] = []
-    for link in extract_links(note.fulltext):
+    for link in extract_links(note.fulltext) if links is None else links:
         if link.kind != "embed":
             continue
         res = resolver.resolve_link(link, note.path)

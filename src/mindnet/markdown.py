@@ -21,16 +21,14 @@ Text that CommonMark parses to nothing (link reference definitions `[x]: /url`) 
 `paragraph` block per run of non-blank lines, so nothing is lost downstream (R11).
 
 Engines: `markdown-it` (markdown-it-py, CommonMark + GFM tables + footnotes + `$$` math, inline
-parsing switched off) is the reference. `pyromark` (pulldown-cmark in Rust) is about twice as fast
-but not block-identical, so `auto` means `markdown-it`. NOTE: measured with
-`.venv/bin/python bench/markdown_parsers.py` over the 3,199 `.md` files of the four shared corpora
-(19.3 MB of bodies, 2-core machine): markdown-it 6.7-7.8 MB/s, pyromark 12.6-22 MB/s, and the
-top-level (kind, char_start, char_end) lists differ in 2 files: pulldown-cmark ends a GFM table at
-a row that is a lone `|`. Beyond the corpora it also differs on `$$` blocks (paragraph text for
-pulldown-cmark, so a `=` line inside becomes a setext heading), on a footnote definition right
-after a blockquote, and on an indented line after a link reference definition (there markdown-it
-deviates from CommonMark); `tests/test_markdown.py` keeps these as strict xfails. Re-run the bench
-and those tests before switching the default.
+parsing switched off) is the reference. `pyromark` (pulldown-cmark in Rust) is several times
+faster; where pulldown-cmark decides a block otherwise, `_as_reference` applies markdown-it's
+decision (a lone `|` row stays in its table; `$$` math is a block even with a `=` line inside; a
+footnote definition right after a quote continues it lazily; an indented line after a link
+reference definition is indented code). With those, the two engines give identical `Block`s
+(kinds, spans, items, titles, callouts, checklists, fence info) on all 3,312 `.md` files of the
+five shared corpora and on every fixture of `tests/test_markdown.py`, so `auto` means `pyromark`.
+Re-check with `.venv/bin/python bench/markdown_parsers.py` after upgrading either parser.
 """
 
 from __future__ import annotations
@@ -47,14 +45,14 @@ from markdown_it.token import Token
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 from mdit_py_plugins.footnote import footnote_plugin
 
-from mindnet.text import line_of, line_starts, trim_span
+from mindnet.text import closes_fence, fence_opener, fence_spans, line_of, line_starts, trim_span
 
 BlockKind: TypeAlias = Literal[
     "heading", "paragraph", "list", "item", "code", "table", "blockquote", "html", "hr", "footnote", "math"
 ]
 Engine: TypeAlias = Literal["auto", "markdown-it", "pyromark"]
 
-DEFAULT_ENGINE: Literal["markdown-it", "pyromark"] = "markdown-it"
+DEFAULT_ENGINE: Literal["markdown-it", "pyromark"] = "pyromark"
 """What `engine="auto"` resolves to; see the module docstring for the parity figures behind it."""
 
 
@@ -108,7 +106,7 @@ def parse_blocks(body: str, engine: Engine = "auto") -> list[Block]:
 
     Args:
         body: The note body (frontmatter removed, BOM stripped); any mix of CRLF, CR and LF.
-        engine: `markdown-it` (reference), `pyromark` (fast, not fully identical) or `auto`
+        engine: `markdown-it` (reference), `pyromark` (fast, identical on the corpora) or `auto`
             (`DEFAULT_ENGINE`).
 
     Returns:
@@ -123,7 +121,8 @@ def parse_blocks(body: str, engine: Engine = "auto") -> list[Block]:
     if engine == "markdown-it":
         raws = _markdown_it_blocks(masked)
     elif engine == "pyromark":
-        raws = _pyromark_blocks(masked)
+        regions = _math_regions(masked)
+        raws = _as_reference(masked, _pyromark_blocks(_mask_regions(masked, regions)), regions)
     else:
         raise ValueError(f"unknown Markdown engine {engine!r}; use 'auto', 'markdown-it' or 'pyromark'")
     return _finish(masked, raws)
@@ -132,8 +131,6 @@ def parse_blocks(body: str, engine: Engine = "auto") -> list[Block]:
 # --- Obsidian comments -------------------------------------------------------------------------
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-_FENCE_OPEN = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)?(`{3,}|~{3,})(.*)")
-_FENCE_CLOSE = re.compile(r"[ \t]*(?:>[ \t]?)*[ \t]*(`{3,}|~{3,})[ \t]*$")
 _TICKS_OR_COMMENT = re.compile(r"`+|%%")
 _NOT_BREAK = re.compile(r"[^\r\n]")
 
@@ -157,13 +154,11 @@ def mask_comments(body: str) -> str:
         line_pos, line = m.start(), m.group().rstrip("\r\n")
         if comment_start is None:
             if fence is not None:
-                close = _FENCE_CLOSE.match(line)
-                if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
+                if closes_fence(line, fence):
                     fence = None
                 continue
-            opener = _FENCE_OPEN.match(line)
-            if opener and not (opener.group(1)[0] == "`" and "`" in opener.group(2)):
-                fence = opener.group(1)
+            fence = fence_opener(line)
+            if fence is not None:
                 continue
         i = 0
         while i < len(line):
@@ -283,7 +278,7 @@ def _markdown_it_blocks(text: str) -> list[_Raw]:
 
 # --- pyromark (fast engine) --------------------------------------------------------------------
 
-_PYROMARK_OPTIONS = (
+PYROMARK_OPTIONS = (
     pyromark.Options.ENABLE_TABLES
     | pyromark.Options.ENABLE_FOOTNOTES
     | pyromark.Options.ENABLE_TASKLISTS
@@ -305,7 +300,7 @@ _PYROMARK_KINDS: dict[str, BlockKind] = {
 @cache
 def _pyromark() -> pyromark.Markdown:
     """The pulldown-cmark parser with the extensions that match the reference engine."""
-    return pyromark.Markdown(options=_PYROMARK_OPTIONS)
+    return pyromark.Markdown(options=PYROMARK_OPTIONS)
 
 
 def _pyromark_blocks(text: str) -> list[_Raw]:
@@ -326,10 +321,24 @@ def _pyromark_blocks(text: str) -> list[_Raw]:
     only_math = False
     content_end = item_end = 0
     for event, rng in _pyromark().events_with_range(text, merge_text=True):
-        start, end = rng["start"], rng["end"]
-        if isinstance(event, dict) and "Start" in event:
+        end = rng["end"]
+        if type(event) is not dict or ("Start" not in event and "End" not in event):
+            # Inline content (text, code, breaks, math) or a rule; most events are these.
+            if depth == 0:
+                if event == "Rule":
+                    raws.append(_Raw("hr", rng["start"], end))
+                continue
+            if end > content_end:
+                content_end = end
+            if end > item_end:
+                item_end = end
+            if depth == 1 and only_math and not (type(event) is dict and "DisplayMath" in event):
+                only_math = False
+            continue
+        start = rng["start"]
+        if "Start" in event:
             tag: Any = event["Start"]
-            name = tag if isinstance(tag, str) else next(iter(tag))
+            name = tag if type(tag) is str else next(iter(tag))
             if depth == 0:
                 current = _pyromark_start(name, tag, start, end)
                 if current is not None:
@@ -348,32 +357,177 @@ def _pyromark_blocks(text: str) -> list[_Raw]:
                     only_math = False
             depth += 1
             continue
-        if isinstance(event, dict) and "End" in event:
-            depth -= 1
-            if depth == 0 and current is not None:
-                if only_math and data.startswith(b"$$", current.start):
-                    # A paragraph that is nothing but `$$…$$` display math is the math block the
-                    # reference engine finds (R9: never split).
-                    current.kind = "math"
-                if current.kind in _CONTAINERS and content_end:
-                    current.end = min(current.end, content_end)
-                    _close_item(current, item_end)
-                current = None
-            elif depth >= 1 and next(iter(event["End"])) not in _CONTAINER_TAGS:
-                content_end = max(content_end, end)
-                item_end = max(item_end, end)
-            continue
-        if depth == 0:
-            if event == "Rule":
-                raws.append(_Raw("hr", start, end))
-            continue
-        content_end = max(content_end, end)
-        item_end = max(item_end, end)
-        if depth == 1 and not (isinstance(event, dict) and "DisplayMath" in event):
-            only_math = False
+        depth -= 1
+        if depth == 0 and current is not None:
+            if only_math and data.startswith(b"$$", current.start):
+                # A paragraph that is nothing but `$$…$$` display math is the math block the
+                # reference engine finds (R9: never split).
+                current.kind = "math"
+            if current.kind in _CONTAINERS and content_end:
+                current.end = min(current.end, content_end)
+                _close_item(current, item_end)
+            current = None
+        elif depth >= 1 and next(iter(event["End"])) not in _CONTAINER_TAGS:
+            content_end = max(content_end, end)
+            item_end = max(item_end, end)
     if not text.isascii():
         _bytes_to_chars(data, raws)
     return raws
+
+
+# --- pyromark: the reference engine's block decisions where pulldown-cmark decides otherwise ------
+#
+# Each rule below mirrors what markdown-it does (read from markdown-it-py 3 and mdit-py-plugins'
+# dollarmath), so that both engines give identical blocks; `tests/test_markdown.py` and
+# `bench/markdown_parsers.py` check them on fixtures and on every corpus note.
+
+_MATH_OPEN = re.compile(r" {0,3}\$\$")
+_MATH_LABEL = re.compile(r"\$\$\s*\([^)$\r\n]+?\)\s*$")
+_ATX_LINE = re.compile(r" {0,3}#{1,6}(?:[ \t]|$)")
+_LINK_DEFINITION = re.compile(r" {0,3}\[[^\]]+\]:")
+_NOT_SPACE = re.compile(r"[^ \t\r\n]")
+
+
+def _math_regions(text: str) -> list[tuple[int, int]]:
+    """`$$` display-math blocks as dollarmath finds them: a `$$` line that starts a block (after a
+    blank line, a heading or another math block), up to a line ending in `$$` or a `$$ (label)`;
+    a blank line first means no block. Fenced code is skipped. Line-start offsets, end exclusive."""
+    if "$$" not in text:
+        return []
+    fences = [(f.start, f.end) for f in fence_spans(text)]
+    lines = [(m.start(), m.end(), m.group().rstrip("\r\n")) for m in _LINE.finditer(text) if m.start() < len(text)]
+    regions: list[tuple[int, int]] = []
+    i, can_start = 0, True
+    while i < len(lines):
+        start, _, line = lines[i]
+        inside_fence = any(a <= start < b for a, b in fences)
+        if can_start and not inside_fence and _MATH_OPEN.match(line):
+            stop = _math_end(lines, i)
+            if stop is not None:
+                regions.append((start, lines[stop][1]))
+                i, can_start = stop + 1, True
+                continue
+        can_start = not line.strip() or _ATX_LINE.match(line) is not None
+        i += 1
+    return regions
+
+
+def _math_end(lines: list[tuple[int, int, str]], first: int) -> int | None:
+    """Index of the line that closes the math block opened at `first`, or None."""
+    opener = lines[first][2].strip()
+    if len(opener) > 3:
+        if opener.endswith("$$") or _MATH_LABEL.search(opener):
+            return first
+        if "$$" in opener[2:]:
+            return None
+    for k in range(first + 1, len(lines)):
+        line = lines[k][2].strip()
+        if line.endswith("$$") or _MATH_LABEL.search(line):
+            return k
+        if not line:
+            return None
+    return None
+
+
+def _mask_regions(text: str, regions: list[tuple[int, int]]) -> str:
+    """Math lines as plain letters of the same length, so pulldown-cmark sees one paragraph (a `=` or
+    `-` line inside math would otherwise make a setext heading)."""
+    if not regions:
+        return text
+    parts: list[str] = []
+    prev = 0
+    for start, end in regions:
+        parts.append(text[prev:start])
+        parts.append(_NOT_SPACE.sub("x", text[start:end]))
+        prev = end
+    parts.append(text[prev:])
+    return "".join(parts)
+
+
+def _as_reference(text: str, raws: list[_Raw], math: list[tuple[int, int]]) -> list[_Raw]:
+    """pulldown-cmark's top-level blocks, changed where markdown-it (the reference) decides otherwise."""
+    out: list[_Raw] = []
+    for raw in _split_math(raws, math):
+        prev = out[-1] if out else None
+        if prev is not None and _next_line(text, prev.end, raw.start):
+            if prev.kind == "table" and raw.kind == "paragraph" and _first_line(text, raw.start).strip() == "|":
+                prev.end = raw.end  # markdown-it keeps a lone `|` row (and what follows it) in the table
+                continue
+            if prev.kind == "blockquote" and raw.kind == "footnote" and _lazy_tail(text, prev, raw):
+                prev.end = raw.end  # markdown-it: the definition is a lazy continuation of the quote
+                continue
+        if raw.kind == "paragraph" and _after_link_definition(text, raw.start):
+            out.extend(_indented_code(text, raw))
+            continue
+        out.append(raw)
+    return out
+
+
+def _split_math(raws: list[_Raw], math: list[tuple[int, int]]) -> list[_Raw]:
+    """A math region becomes its own `math` block; the rest of the paragraph it sat in stays one."""
+    if not math:
+        return raws
+    out: list[_Raw] = []
+    for raw in raws:
+        inside = [(a, b) for a, b in math if raw.start <= a < raw.end]
+        if raw.kind not in ("paragraph", "heading", "math") or not inside:
+            out.append(raw)
+            continue
+        pos = raw.start
+        for a, b in inside:
+            if a > pos:
+                out.append(_Raw("paragraph", pos, a))
+            out.append(_Raw("math", a, b))
+            pos = b
+        if pos < raw.end:
+            out.append(_Raw("paragraph", pos, raw.end))
+    return out
+
+
+def _next_line(text: str, end: int, start: int) -> bool:
+    """Whether `start` lies on the line right after the one `end` closes (no blank line between)."""
+    between = text[end:start]
+    return between.count("\n") + between.count("\r") - between.count("\r\n") <= 1 and not between.strip()
+
+
+def _first_line(text: str, start: int) -> str:
+    m = _LINE.match(text, start)
+    return m.group().rstrip("\r\n") if m else ""
+
+
+def _lazy_tail(text: str, quote: _Raw, footnote: _Raw) -> bool:
+    """The quote ends in paragraph text (so a next line may continue it lazily), and the footnote
+    definition is one paragraph (no blank line)."""
+    last = text[quote.start : quote.end].rstrip().splitlines()[-1].lstrip(" \t>")
+    body = text[footnote.start : footnote.end]
+    return bool(last) and not last.startswith(("```", "~~~", "#")) and _BLANK_LINE_IN.search(body) is None
+
+
+_BLANK_LINE_IN = re.compile(r"(?:\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r|\n)")
+
+
+def _after_link_definition(text: str, start: int) -> bool:
+    """The paragraph starts right after a link reference definition line and is indented 4+ columns."""
+    line_start = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+    indent = text[line_start:start]
+    if line_start == 0 or not (indent.startswith("    ") or "\t" in indent):
+        return False
+    prev_end = line_start - 1
+    if prev_end > 0 and text[prev_end - 1 : prev_end + 1] == "\r\n":
+        prev_end -= 1
+    prev_start = max(text.rfind("\n", 0, prev_end), text.rfind("\r", 0, prev_end)) + 1
+    return _LINK_DEFINITION.match(text[prev_start:prev_end]) is not None
+
+
+def _indented_code(text: str, raw: _Raw) -> list[_Raw]:
+    """markdown-it ends a definition at its line, so indented lines after it are an indented code block;
+    a later line indented less starts a paragraph again."""
+    for m in _LINE.finditer(text, raw.start, raw.end):
+        if m.start() > raw.start and not m.group().startswith(("    ", "\t")):
+            return [_Raw("code", raw.start, m.start()), _Raw("paragraph", m.start(), raw.end)]
+        if m.end() >= raw.end:
+            break
+    return [_Raw("code", raw.start, raw.end)]
 
 
 _LONE_CR = re.compile(r"\r(?!\n)")

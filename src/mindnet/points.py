@@ -8,13 +8,13 @@ dense model sees (R19), the text BM25 indexes (R22) and the note payload (R4, R1
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .chunking.base import Chunk
 from .chunking.tokens import Tokenizer
 from .config import Settings
-from .links import Resolver, transclusions
+from .links import Link, Resolver, transclusions
 from .store import SPARSE_VECTOR, PointRecord, lexical_document
 from .text import normalise
 from .vault import Note
@@ -34,15 +34,24 @@ TRANSCLUDE_TOKENS = 200
 class Transcluder:
     """Text pulled into host chunks by embeds, so it can be found from the host (issue: embeds)."""
 
-    def __init__(self, resolver: Resolver, notes_by_id: dict[str, Note], tokenizer: Tokenizer) -> None:
+    def __init__(
+        self,
+        resolver: Resolver,
+        notes_by_id: dict[str, Note],
+        tokenizer: Tokenizer,
+        links_of: Callable[[Note], Sequence[Link]] | None = None,
+    ) -> None:
         self.resolver = resolver
         self.notes_by_id = notes_by_id
         self.tokenizer = tokenizer
+        self.links_of = links_of
+        """The note's links from its parse (`ParsedNote.links`), so they are not scanned a second time."""
 
     def context(self, note: Note, chunks: Sequence[Chunk]) -> dict[str, Transcluded]:
         """Per chunk id, the embedded texts whose `![[…]]` lies in the chunk's new content."""
         out: dict[str, list[tuple[str, str]]] = {}
-        for t in transclusions(note, self.resolver, self.notes_by_id):
+        links = self.links_of(note) if self.links_of is not None else None
+        for t in transclusions(note, self.resolver, self.notes_by_id, links):
             for chunk in chunks:
                 if chunk.content_start <= t.link_start < chunk.char_end:
                     out.setdefault(chunk.chunk_id, []).append((t.source_note_id, self._cap(normalise(t.text))))

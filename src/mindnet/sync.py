@@ -30,13 +30,13 @@ from typing import Any
 
 from . import store as store_module
 from .chunking.base import Chunk
-from .chunking.pipeline import CHUNKER_VERSION, chunk_note
+from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, chunk_parsed, parse
 from .chunking.tokens import default_tokenizer
 from .config import Settings, store_dir
 from .embedding import Embedder
 from .errors import NoteError, StoreError
 from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
-from .links import Resolver
+from .links import Link, Resolver
 from .note_cache import NoteCache
 from .points import DENSE_VECTOR, Transcluder, chunk_point, embedding_input, note_point, sync_state
 from .quality_tier import E5Mark
@@ -292,13 +292,24 @@ def _run(
     resolver = Resolver(result.notes, result.attachments)
     tokenizer = default_tokenizer()
     chunk_cache: dict[str, list[Chunk]] = {}
+    parsed: dict[str, ParsedNote] = {}
+
+    def parsed_of(note: Note) -> ParsedNote:
+        if note.note_id not in parsed:
+            parsed[note.note_id] = parse(note, tokenizer)
+        return parsed[note.note_id]
 
     def chunks_of(note: Note) -> list[Chunk]:
         if note.note_id not in chunk_cache:
-            chunk_cache[note.note_id] = chunk_note(note, settings, resolver, tokenizer)
+            chunk_cache[note.note_id] = chunk_parsed(parsed_of(note), settings, resolver, tokenizer)
         return chunk_cache[note.note_id]
 
-    delta = incremental_edges(StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings)
+    def links_of(note: Note) -> tuple[Link, ...]:
+        return parsed_of(note).links
+
+    delta = incremental_edges(
+        StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings, links_of
+    )
     summary.notes_relinked = len(delta.relinked)
     rewrite = sorted({n.note_id for n in (*new, *changed)} | delta.relinked)
     summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
@@ -309,7 +320,7 @@ def _run(
     E5Mark(folder).clear()  # chunks are about to be rewritten without their e5 vectors
     for note_id in deleted:
         store.delete("chunks", Filter.all(Equals("note_id", note_id)))
-    context = Transcluder(resolver, notes_by_id, tokenizer) if settings.transclude_embeds else None
+    context = Transcluder(resolver, notes_by_id, tokenizer, links_of) if settings.transclude_embeds else None
     _write_chunks(store, embedder, [notes_by_id[i] for i in rewrite], chunks_of, settings, summary, progress, context)
     store.upsert("edges", [PointRecord(e.edge_key, e.payload()) for e in delta.to_add])
     store.delete_ids("edges", [e.edge_key for e in delta.to_delete])

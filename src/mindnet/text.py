@@ -9,11 +9,12 @@ import bisect
 import hashlib
 import re
 import unicodedata
+from dataclasses import dataclass
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _TRAILING_SPACE = re.compile(r"[ \t\f\v]+$", re.M)
+_HAS_TRAILING_SPACE = re.compile(r"[ \t\f\v](?:\n|\Z)")
 _BLANK_RUNS = re.compile(r"\n{3,}")
-_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
 
 def line_starts(text: str) -> list[int]:
@@ -43,51 +44,115 @@ def normalise(text: str) -> str:
     """Chunk text and embedding input (R5): LF endings, NFKC, no trailing spaces, blank runs collapsed.
 
     Fenced code keeps its inner text verbatim apart from line endings, so code answers can be
-    quoted exactly. Never applied to `fulltext`.
+    quoted exactly, also inside a quote, a callout or a list item (`fence_spans`). Never applied
+    to `fulltext`. Each pass runs only where it can change something: most chunks are ASCII or
+    already NFKC, have no CR, no trailing spaces or no blank runs.
     """
-    text = _LINE_BREAK.sub("\n", text)
+    if "\r" in text:
+        text = _LINE_BREAK.sub("\n", text)
+    if "```" not in text and "~~~" not in text:
+        return _normalise_prose(text).strip("\n")
     parts: list[str] = []
-    for is_code, segment in _split_fences(text):
-        if is_code:
-            parts.append(segment)
-        else:
-            segment = unicodedata.normalize("NFKC", segment)
-            segment = _TRAILING_SPACE.sub("", segment)
-            parts.append(_BLANK_RUNS.sub("\n\n", segment))
+    prev = 0
+    for fence in fence_spans(text):
+        parts.append(_normalise_prose(text[prev : fence.inner_start]))
+        parts.append(text[fence.inner_start : fence.inner_end])
+        prev = fence.inner_end
+    parts.append(_normalise_prose(text[prev:]))
     return "".join(parts).strip("\n")
 
 
-def _split_fences(text: str) -> list[tuple[bool, str]]:
-    """Split LF text into (is_fenced_code_inner, segment) pieces; fence lines count as prose."""
-    pieces: list[tuple[bool, str]] = []
-    lines = text.split("\n")
-    prose: list[str] = []
-    code: list[str] = []
+def _normalise_prose(segment: str) -> str:
+    if not segment.isascii() and not unicodedata.is_normalized("NFKC", segment):
+        segment = unicodedata.normalize("NFKC", segment)
+    if _HAS_TRAILING_SPACE.search(segment):
+        segment = _TRAILING_SPACE.sub("", segment)
+    if "\n\n\n" in segment:
+        segment = _BLANK_RUNS.sub("\n\n", segment)
+    return segment
+
+
+# --- fenced code: the one scanner ----------------------------------------------------------------
+
+FENCE_OPEN = re.compile(r"(?:[ \t]*(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t])))*[ \t]*(`{3,}|~{3,})(.*)")
+"""A line that opens a fence, also inside quotes and callouts (`>` markers) and list items (markers or
+indentation), nested in any order (`> - > ```); group 1 is the fence, group 2 the info string."""
+FENCE_CLOSE = re.compile(r"(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})[ \t]*$")
+"""A line that may close a fence (same character, at least as long: `closes_fence`)."""
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+@dataclass(frozen=True, slots=True)
+class FenceSpan:
+    """One fenced code block: where its opening line starts, its inner text, and where it ends."""
+
+    start: int
+    """Start of the opening fence line."""
+    inner_start: int
+    """Start of the line after the opening fence."""
+    inner_end: int
+    """Start of the closing fence line, or the end of the text for an unclosed fence."""
+    end: int
+    """End of the closing fence line (its line break excluded), or the end of the text."""
+
+
+def fence_opener(line: str) -> str | None:
+    """The fence (```` ``` ````, `~~~~`, …) a line opens, or None.
+
+    Lenient on purpose (after `>` markers, list markers or any indentation): every caller uses it to
+    keep text *out* of some treatment (R5 normalisation, comment masking, link extraction, sentence
+    splitting), and treating a rare indented ```` ``` ```` line as code costs nothing there. A
+    backtick fence whose info string holds a backtick is inline code (CommonMark), not a fence.
+    """
+    m = FENCE_OPEN.match(line)
+    if m is None or (m.group(1)[0] == "`" and "`" in m.group(2)):
+        return None
+    return m.group(1)
+
+
+def closes_fence(line: str, fence: str) -> bool:
+    """Whether `line` closes the fence `fence`: the same character, at least as many, nothing after."""
+    m = FENCE_CLOSE.match(line)
+    return m is not None and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence)
+
+
+def fence_spans(text: str, start: int = 0, end: int | None = None) -> list[FenceSpan]:
+    """Every fenced code block of `text[start:end]`, in order; an unclosed fence runs to `end`."""
+    end = len(text) if end is None else end
+    if "```" not in text[start:end] and "~~~" not in text[start:end]:
+        return []
+    spans: list[FenceSpan] = []
     fence: str | None = None
-    for i, line in enumerate(lines):
-        last = i == len(lines) - 1
-        chunk = line if last else line + "\n"
+    open_at = inner = 0
+    for m in _LINE.finditer(text, start, end):
+        line = m.group().rstrip("\r\n")
         if fence is None:
-            m = _FENCE_OPEN.match(line)
-            prose.append(chunk)
-            if m:
-                fence = m.group(1)
-                pieces.append((False, "".join(prose)))
-                prose = []
-        else:
-            stripped = line.strip()
-            if stripped.startswith(fence[0] * len(fence)) and set(stripped) == {fence[0]}:
-                pieces.append((True, "".join(code)))
-                code = []
-                fence = None
-                prose.append(chunk)
-            else:
-                code.append(chunk)
-    if code:
-        pieces.append((True, "".join(code)))
-    if prose:
-        pieces.append((False, "".join(prose)))
-    return pieces
+            fence = fence_opener(line)
+            if fence is not None:
+                open_at, inner = m.start(), m.end()
+        elif closes_fence(line, fence):
+            spans.append(FenceSpan(open_at, inner, m.start(), m.start() + len(line)))
+            fence = None
+        if m.end() >= end:
+            break
+    if fence is not None:
+        spans.append(FenceSpan(open_at, min(inner, end), end, end))
+    return spans
+
+
+def without_fences(text: str, replacement: str = " ") -> str:
+    """`text` with every fenced code block (fence lines included) replaced by `replacement`."""
+    spans = fence_spans(text)
+    if not spans:
+        return text
+    parts: list[str] = []
+    prev = 0
+    for fence in spans:
+        parts.append(text[prev : fence.start])
+        parts.append(replacement)
+        prev = fence.end
+    parts.append(text[prev:])
+    return "".join(parts)
 
 
 _SLUG_DROP = re.compile(r"[^\w\s-]", re.UNICODE)

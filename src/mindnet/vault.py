@@ -12,7 +12,6 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,7 +20,8 @@ import pathspec
 from . import frontmatter as fm
 from .config import Settings
 from .errors import NoteError
-from .text import content_hash, line_of, line_starts, slugify
+from .language import detect_language
+from .text import content_hash, line_of, line_starts, slugify, without_fences
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +107,6 @@ REQUIRED_FIELDS = ("title", "id", "type", "status", "created", "tags")
 EXCLUDED_DIRS = frozenset({".obsidian", ".trash", ".git", ".mindnet"})
 IGNORE_FILE = ".mindnetignore"
 _H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
-_FENCE_BLOCK = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*\n.*?(?:^ {0,3}\1[ \t]*$|\Z)", re.M | re.S)
 _BOM = "\ufeff"
 
 
@@ -348,7 +347,7 @@ def parse_note(
         warnings.append(f"missing required field {f!r}; default used")
     digest = content_hash(text)
     known = known_langs.get(digest) if known_langs is not None else None
-    lang = _text(data.get("lang")) or known or detect_language(body, settings.languages)
+    lang = _text(data.get("lang")) or known or detect_language(body, settings.languages, cache_dir=settings.cache_dir)
     return Note(
         note_id=note_id,
         title=title,
@@ -452,7 +451,7 @@ def _frontmatter_link_targets(data: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _first_h1(body: str) -> str | None:
-    masked = _FENCE_BLOCK.sub("", body.replace("\r\n", "\n").replace("\r", "\n"))
+    masked = without_fences(body.replace("\r\n", "\n").replace("\r", "\n"), "")
     m = _H1.search(masked)
     return m.group(1).strip() if m else None
 
@@ -466,114 +465,6 @@ def _mtime_iso(path: Path) -> str:
         return datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).isoformat(timespec="seconds")
     except OSError:
         return datetime.fromtimestamp(0, tz=UTC).isoformat(timespec="seconds")
-
-
-@lru_cache(maxsize=8)
-def language_identifier(languages: tuple[str, ...]) -> Any:
-    """py3langid restricted to `languages` (R6), loaded once per process."""
-    identifier = _langid_model()
-    identifier.set_languages(list(languages))
-    return identifier
-
-
-def _langid_model() -> Any:
-    """py3langid's model, from an unpacked copy in the user cache when one can be kept there.
-
-    The packaged model is LZMA-compressed: unpacking it costs 0.3 s in every process that detects a
-    language, i.e. in every import that sees a new or edited note. The copy holds the same arrays;
-    the two DFA tables (39 MB) are raw files read straight into the `array`s py3langid walks.
-    """
-    from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
-
-    packaged = MODEL_DIR / MODEL_FILE
-    copy = _unpacked_model(packaged)
-    if copy is not None:
-        import numpy as np
-
-        try:
-            with np.load(copy / "arrays.npz", allow_pickle=False) as data:
-                nextmove, rows = _read_array(copy, "nextmove"), _read_array(copy, "nextmove_row")
-                out_feat = data["out_feat"]
-                # The DFA: one output per state, one 256-entry row per distinct row index.
-                if len(rows) != len(out_feat) or len(nextmove) != (max(rows) + 1) * 256:
-                    raise ValueError(f"{copy}: DFA tables do not match")
-                return LanguageIdentifier(
-                    data["ptc"],
-                    data["pc"],
-                    data["classes"].tolist(),
-                    nextmove,
-                    out_feat.tolist(),
-                    norm_probs=True,
-                    tk_row=rows,
-                )
-        except (OSError, ValueError, KeyError, EOFError):
-            pass  # a damaged copy: the packaged model below is always right
-    return LanguageIdentifier.from_model_file(packaged, norm_probs=True)
-
-
-_TYPECODES = {2: "H", 4: "I", 8: "Q"}
-"""Stdlib `array` type code of an unsigned integer of each size."""
-
-
-def _unpacked_model(packaged: Path) -> Path | None:
-    """`~/.cache/mindnet/langid-<size>-<mtime>/`, unpacked on first use; None if it cannot be written."""
-    import io
-    import lzma
-    import shutil
-    import tempfile
-
-    import numpy as np
-
-    try:
-        st = packaged.stat()
-        root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mindnet"
-        copy = root / f"langid-{st.st_size}-{st.st_mtime_ns}"
-        if copy.is_dir():
-            return copy
-        root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=root))
-        with lzma.open(packaged) as src, np.load(io.BytesIO(src.read()), allow_pickle=False) as data:
-            np.savez(tmp / "arrays.npz", **{k: data[k] for k in ("ptc", "pc", "classes", "out_feat")})
-            for name in ("nextmove", "nextmove_row"):
-                values = np.ascontiguousarray(data[name])
-                values.tofile(tmp / f"{name}.{_TYPECODES[values.dtype.itemsize]}")
-        try:
-            os.rename(tmp, copy)  # atomic: a concurrent process sees no copy or a whole one
-        except OSError:
-            shutil.rmtree(tmp, ignore_errors=True)  # another process was first
-        return copy if copy.is_dir() else None
-    except (OSError, RuntimeError, ValueError, KeyError, lzma.LZMAError):
-        return None
-
-
-def _read_array(folder: Path, name: str) -> Any:
-    """The raw table `name.<typecode>` of an unpacked model as a stdlib `array`."""
-    from array import array
-
-    (path,) = folder.glob(f"{name}.?")
-    values = array(path.suffix[1:])
-    with path.open("rb") as fh:
-        values.fromfile(fh, path.stat().st_size // values.itemsize)
-    return values
-
-
-_CODE_SPAN = re.compile(r"`[^`\n]*`")
-_LINK_SYNTAX = re.compile(r"\[\[[^\]]*\]\]|\]\([^)]*\)|https?://\S+")
-
-
-def detect_language(text: str, languages: tuple[str, ...], max_chars: int = 20_000) -> str:
-    """ISO 639-1 code among `languages`, offline (R6); code and link syntax are ignored.
-
-    `max_chars` bounds the prose classified, counted after code and links are removed.
-    """
-    if len(languages) == 1:
-        return languages[0]
-    prose = _FENCE_BLOCK.sub(" ", text)
-    prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", prose))
-    if len(prose.strip()) < 3:
-        return languages[0]
-    lang, _prob = language_identifier(tuple(languages)).classify(prose[:max_chars])
-    return str(lang)
 
 
 def file_line(note: Note, body_offset: int, starts: list[int] | None = None) -> int:

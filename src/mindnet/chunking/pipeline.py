@@ -1,25 +1,31 @@
-"""Note -> chunks: pick the note type's strategy, finalize the spans, attach resolved links.
+"""Note -> chunks: parse the note once, pick its type's strategy, finalize the spans, attach resolved links.
 
-The one function the importer and `mindnet-chunk` call, so both produce identical chunks.
+The one entry point the importer and `mindnet-chunk` call, so both produce identical chunks. Each
+note's body is parsed, link-scanned and tokenised exactly once (`parse`); the resulting `ParsedNote`
+travels on to the graph and transclusion steps, which read its links instead of scanning again.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..config import Settings
 from ..links import Link, LinkRef, Resolver, extract_links
+from ..markdown import Block, parse_blocks
 from ..vault import Note
 from .base import Chunk, ChunkSpan, finalize
 from .recursive import chunk_recursive, validate
 from .structure import chunk_structure
-from .tokens import Tokenizer, default_tokenizer
+from .tokens import NoteTokens, Tokenizer, default_tokenizer
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 """Bump when the same settings give other chunk records (boundaries, text, language): the importer
 folds it into every note's `chunking_hash`, so stores re-chunk once (2: chunk language judged on
-the first 600 characters of prose, not of text)."""
+the first 600 characters of prose, not of text; 3: fenced code in quotes and list items kept
+verbatim (R5), long lists cut only between blocks of 5-8 items (R9), chunk language detected per
+chunk only in mixed notes)."""
 
 
 def check_settings(settings: Settings) -> None:
@@ -33,8 +39,32 @@ def check_settings(settings: Settings) -> None:
             validate(settings.recursive_for(name) if name else settings.recursive)
 
 
-def chunk_spans(note: Note, settings: Settings, tokenizer: Tokenizer) -> list[ChunkSpan]:
+@dataclass(frozen=True, slots=True)
+class ParsedNote:
+    """A note with everything later stages read from its body, each computed once."""
+
+    note: Note
+    blocks: tuple[Block, ...]
+    """`markdown.parse_blocks(note.fulltext)`: sections, leaves and section titles come from these."""
+    links: tuple[Link, ...]
+    """`links.extract_links(note.fulltext)`: chunk payloads, graph edges and transclusions use these
+    (empty when `parse` was told that no links are wanted)."""
+    tokens: NoteTokens
+    """One tokenizer pass over the body; every chunk and leaf size is derived from it."""
+
+
+def parse(note: Note, tokenizer: Tokenizer | None = None, *, links: bool = True) -> ParsedNote:
+    """Parse, link-scan and tokenise one note's body, once; `links=False` skips the link scan for
+    callers that resolve no links (`mindnet-chunk` without a vault)."""
+    body = note.fulltext
+    tokenizer = tokenizer or default_tokenizer()
+    found = tuple(extract_links(body)) if links else ()
+    return ParsedNote(note, tuple(parse_blocks(body)), found, tokenizer.note(body))
+
+
+def chunk_spans(parsed: ParsedNote, settings: Settings, tokenizer: Tokenizer) -> list[ChunkSpan]:
     """The spans of the strategy configured for the note's type (R26: globally or per type)."""
+    note = parsed.note
     if settings.strategy_for(note.type) == "recursive":
         return chunk_recursive(note.fulltext, validate(settings.recursive_for(note.type)), note_path=note.path)
     return chunk_structure(
@@ -43,7 +73,33 @@ def chunk_spans(note: Note, settings: Settings, tokenizer: Tokenizer) -> list[Ch
         stop_sections=settings.stop_sections,
         tokenizer=tokenizer,
         lang=note.lang,
+        blocks=parsed.blocks,
+        tokens=parsed.tokens,
     )
+
+
+def chunk_parsed(
+    parsed: ParsedNote,
+    settings: Settings,
+    resolver: Resolver | None = None,
+    tokenizer: Tokenizer | None = None,
+) -> list[Chunk]:
+    """All chunks of a parsed note, with `wikilinks`, `external_links` and `references` when a resolver is given.
+
+    Raises:
+        ChunkingError: the recursive strategy hit a runaway user pattern on this note.
+        ConfigError: invalid recursive settings.
+    """
+    tokenizer = tokenizer or default_tokenizer()
+    note = parsed.note
+    spans = chunk_spans(parsed, settings, tokenizer)
+    chunks = finalize(
+        note, spans, tokenizer, settings.languages,
+        blocks=parsed.blocks, tokens=parsed.tokens, cache_dir=settings.cache_dir,
+    )
+    if resolver is None:
+        return chunks
+    return [attach_links(chunk, parsed.links, resolver, note.path) for chunk in chunks]
 
 
 def chunk_note(
@@ -52,18 +108,14 @@ def chunk_note(
     resolver: Resolver | None = None,
     tokenizer: Tokenizer | None = None,
 ) -> list[Chunk]:
-    """All chunks of one note, with `wikilinks`, `external_links` and `references` when a resolver is given.
+    """`chunk_parsed(parse(note))`: for callers that need only the chunks.
 
     Raises:
         ChunkingError: the recursive strategy hit a runaway user pattern on this note.
         ConfigError: invalid recursive settings.
     """
     tokenizer = tokenizer or default_tokenizer()
-    chunks = finalize(note, chunk_spans(note, settings, tokenizer), tokenizer, settings.languages)
-    if resolver is None:
-        return chunks
-    links = extract_links(note.fulltext)
-    return [attach_links(chunk, links, resolver, note.path) for chunk in chunks]
+    return chunk_parsed(parse(note, tokenizer, links=resolver is not None), settings, resolver, tokenizer)
 
 
 def links_in_chunk(links: Iterable[Link], chunk: Chunk) -> list[Link]:

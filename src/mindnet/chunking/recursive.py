@@ -50,6 +50,7 @@ from typing import TypeAlias
 
 from ..config import RecursiveSettings
 from ..errors import ChunkingError, ConfigError
+from ..text import fence_spans
 from .base import ChunkSpan
 from .sentences import WORD, sentence_spans, word_spans
 
@@ -82,7 +83,6 @@ coarsest structure (paragraphs, H1) comes before finer structure (lines, deeper 
 _SCOPE = "chunking_settings"
 """Elasticsearch's name for the settings object in its messages (ModelConfigurations)."""
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$", re.M)
 
 
 def separators_of(settings: RecursiveSettings) -> tuple[str, ...]:
@@ -363,24 +363,11 @@ def _to_chunk_spans(body: str, content: list[Span], overlap: int, lang: str) -> 
 def _code_ranges(body: str) -> list[Span]:
     """Fenced code blocks of the body (fence lines included), for `has_code` (R9).
 
-    A CommonMark-like fence scan is enough here: the recursive strategy does not parse Markdown,
-    and a chunk cut inside a code block still contains code.
+    The shared fence scan (`text.fence_spans`, fences in quotes and list items too) is enough here:
+    the recursive strategy does not parse Markdown, and a chunk cut inside a code block still
+    contains code.
     """
-    ranges: list[Span] = []
-    pos = 0
-    while True:
-        opening = _FENCE.search(body, pos)
-        if opening is None:
-            return ranges
-        fence = opening.group(1)
-        if fence[0] == "`" and "`" in opening.group(2):
-            pos = opening.end()  # a backtick fence's info string may not contain backticks
-            continue
-        closing = re.compile(rf"^ {{0,3}}{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.M)
-        close = closing.search(body, opening.end())
-        end = close.end() if close else len(body)
-        ranges.append((opening.start(), end))
-        pos = end
+    return [(fence.start, fence.end) for fence in fence_spans(body)]
 
 
 def _guarded_content_spans(

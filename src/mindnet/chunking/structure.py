@@ -27,8 +27,9 @@ Edge-case decisions (documented here because R7-R10 leave them open):
 - List items are sentence-split only when they are plain prose. An item holding a nested list,
   fence, table or quote is split only at its blank lines outside fences (`item_parts`), each part
   atomic; its inner structure is not re-parsed.
-- Long lists are grouped into runs of 5-8 items (as even as possible); cuts prefer group
-  boundaries, then item boundaries, then sentences inside an item.
+- Long lists are grouped into runs of 5-8 items (as even as possible); a chunk ends between two
+  groups even below `target_min` rather than inside the next group (R9: "cut into blocks of 5-8
+  items"). Only a group that alone does not fit `max` is cut, at its items, then at sentences.
 - A checklist list (every item a task) is isolated with its introducing sentence (and heading, if
   glued), so the task list is its own chunk (R9). Tables and quotes over two source lines are
   isolated the same way, taking along the paragraph sentence right before them when it ends in
@@ -47,6 +48,7 @@ Edge-case decisions (documented here because R7-R10 leave them open):
 Sizes: packing decisions use the sum of per-leaf token counts (exact whenever leaves are separated
 by whitespace, which sentencepiece never merges across); every emitted chunk's size is then checked
 with the real count of its normalised text, and shrunk (or its overlap dropped) if that disagrees.
+Every count, per leaf or per chunk, comes from one tokenizer pass over the note (`NoteTokens`).
 """
 
 from __future__ import annotations
@@ -59,10 +61,10 @@ from itertools import accumulate, pairwise
 
 from mindnet.chunking.base import ChunkSpan
 from mindnet.chunking.sentences import sentence_spans
-from mindnet.chunking.tokens import Tokenizer
+from mindnet.chunking.tokens import NoteTokens, Tokenizer
 from mindnet.config import Profile
 from mindnet.markdown import Block, mask_comments, parse_blocks
-from mindnet.text import normalise, trim_span
+from mindnet.text import closes_fence, fence_opener, normalise, trim_span
 
 NONE, SENT, ITEM, GROUP, BLOCK, ISOLATE = range(6)
 """Boundary strengths between two leaves, weakest first; the order is what packing relies on."""
@@ -79,8 +81,6 @@ _ITEM_MARKER = re.compile(r"(?:[-+*]|\d{1,9}[.)])(?:[ \t]+\[[^\]\r\n]\])?(?=\s|$
 _STRUCTURED_LINE = re.compile(r"(?:\r\n|\r|\n)[ \t]*(?:[-+*][ \t]|\d{1,9}[.)][ \t]|`{3,}|~{3,}|>|\||\$\$|<[A-Za-z!/])")
 _FENCE_LINE = re.compile(r"(?:^|\r\n|\r|\n)[ \t>]*(?:[-+*][ \t]+|\d{1,9}[.)][ \t]+)?(?:`{3,}|~{3,})")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
-_FENCE_OPEN = re.compile(r"[ \t>]*(?:(?:[-+*]|\d{1,9}[.)])[ \t]+)*(`{3,}|~{3,})")
-_FENCE_CLOSE = re.compile(r"[ \t>]*(`{3,}|~{3,})[ \t]*$")
 _ATOMIC_KINDS = {
     "code": "code",
     "table": "table",
@@ -134,7 +134,8 @@ def chunk_structure(
     stop_sections: Sequence[str],
     tokenizer: Tokenizer,
     lang: str = "de",
-    blocks: list[Block] | None = None,
+    blocks: Sequence[Block] | None = None,
+    tokens: NoteTokens | None = None,
 ) -> list[ChunkSpan]:
     """Cut a note body into chunks along its structure (R7-R10); pure, deterministic.
 
@@ -145,29 +146,31 @@ def chunk_structure(
         tokenizer: The embedding model's tokenizer; sizes are counts of `normalise(text)`.
         lang: Language for sentence splitting.
         blocks: `parse_blocks(body)` when the caller already has it.
+        tokens: `tokenizer.note(body)` when the caller already has it: every size below is a span
+            count derived from that one pass.
 
     Returns:
         Chunk spans in body order; see the module docstring for every edge-case rule.
     """
-    if blocks is None:
-        blocks = parse_blocks(body)
+    blocks = parse_blocks(body) if blocks is None else list(blocks)
+    tokens = tokenizer.note(body) if tokens is None else tokens
     masked = mask_comments(body)
     stops = {fold_title(s) for s in stop_sections}
     sections = _sections(_with_gaps(body, blocks), stops)
     plans = [(section, _leaves(body, masked, section, lang, stops)) for section in sections]
     all_leaves = [leaf for _, (leaves, _) in plans for leaf in leaves]
-    counts = tokenizer.count_many([normalise(body[leaf.start : leaf.end]) for leaf in all_leaves])
+    counts = [tokens.count(leaf.start, leaf.end) for leaf in all_leaves]
     out: list[ChunkSpan] = []
     offset = 0
     for section, (leaves, bounds) in plans:
         inner = [c - 2 for c in counts[offset : offset + len(leaves)]]
         offset += len(leaves)
-        packer = _Packer(body, leaves, bounds, inner, tokenizer, profile)
+        packer = _Packer(leaves, bounds, inner, tokens, profile)
         for lo, hi in _segments(bounds, len(leaves)):
             overlap = not section.stop and not any(leaf.no_overlap for leaf in leaves[lo:hi])
             for char_start, first, last in packer.pack(lo, hi, overlap):
                 out.append(_span(body, section, leaves[first:last], char_start, packer.oversize(char_start, last)))
-    return _merge_heading_runs(body, out, blocks, stops, tokenizer, profile)
+    return _merge_heading_runs(body, out, blocks, stops, tokens, profile)
 
 
 def _merge_heading_runs(
@@ -175,7 +178,7 @@ def _merge_heading_runs(
     spans: list[ChunkSpan],
     blocks: list[Block],
     stops: set[str],
-    tokenizer: Tokenizer,
+    tokens: NoteTokens,
     profile: Profile,
 ) -> list[ChunkSpan]:
     """Join a chunk that holds only headings to the chunk after it.
@@ -203,7 +206,7 @@ def _merge_heading_runs(
         ):
             joined = ChunkSpan(span.char_start, nxt.char_end, span.char_start, nxt.section_title, nxt.section_path,
                                nxt.oversize, nxt.has_code, nxt.summary)
-            if nxt.oversize or tokenizer.count(normalise(body[joined.char_start : joined.char_end])) <= profile.max:
+            if nxt.oversize or tokens.count(joined.char_start, joined.char_end) <= profile.max:
                 merged[-1] = joined
                 continue
         merged.append(span)
@@ -428,8 +431,7 @@ def item_parts(masked: str, start: int, end: int) -> list[tuple[int, int]]:
     for m in _LINE.finditer(masked, start, end):
         line = m.group().rstrip("\r\n")
         if fence is not None:
-            close = _FENCE_CLOSE.match(line)
-            if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= len(fence):
+            if closes_fence(line, fence):
                 fence = None
         elif not line.strip():
             if part_start is not None:
@@ -437,9 +439,7 @@ def item_parts(masked: str, start: int, end: int) -> list[tuple[int, int]]:
                 part_start = None
             continue
         else:
-            opener = _FENCE_OPEN.match(line)
-            if opener and not (opener.group(1)[0] == "`" and "`" in line[opener.end() :]):
-                fence = opener.group(1)
+            fence = fence_opener(line)
         if line.strip():
             if part_start is None:
                 part_start = m.start() + len(line) - len(line.lstrip())
@@ -477,28 +477,22 @@ class _Packer:
 
     def __init__(
         self,
-        body: str,
         leaves: list[Leaf],
         bounds: list[int],
         inner: list[int],
-        tokenizer: Tokenizer,
+        tokens: NoteTokens,
         profile: Profile,
     ) -> None:
-        self.body = body
         self.leaves = leaves
         self.bounds = bounds
         self.prefix = [0, *accumulate(inner)]
         """Prefix sums of per-leaf token counts without BOS/EOS: O(1) size estimates."""
-        self.tokenizer = tokenizer
+        self.tokens = tokens
         self.profile = profile
-        self._counts: dict[tuple[int, int], int] = {}
 
     def count(self, start: int, end: int) -> int:
         """Real size of `body[start:end]` as a chunk: the count of its normalised text (R5)."""
-        key = (start, end)
-        if key not in self._counts:
-            self._counts[key] = self.tokenizer.count(normalise(self.body[start:end]))
-        return self._counts[key]
+        return self.tokens.count(start, end)
 
     def oversize(self, char_start: int, last: int) -> bool:
         return self.count(char_start, self.leaves[last - 1].end) > self.profile.max
@@ -571,6 +565,8 @@ class _Packer:
                 return j
             if size <= p.max:
                 return u
+            if level == GROUP and j > pos:
+                return j  # R9: a long list is cut between its blocks of 5-8 items, never inside one
             inner = max((self.bounds[k] for k in range(j + 1, u)), default=NONE)
             if inner > NONE:
                 stack.append((inner, u))

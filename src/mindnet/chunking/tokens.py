@@ -33,14 +33,20 @@ the box is busy with other work. Reproduce with
 
 from __future__ import annotations
 
+import bisect
 import functools
 import importlib.resources
+import itertools
 import sys
 import time
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import sentencepiece
+
+from ..text import normalise
 
 _UNK_ID = 0
 _SPECIAL_IDS = 2
@@ -54,7 +60,7 @@ class Tokenizer:
     span per id the model embeds between BOS and EOS.
     """
 
-    __slots__ = ("_sp",)
+    __slots__ = ("_piece_chars", "_sp", "_word_start")
 
     def __init__(self, model_file: str | Path | None = None, num_threads: int = -1) -> None:
         """Load a sentencepiece model.
@@ -69,6 +75,11 @@ class Tokenizer:
         else:
             proto = Path(model_file).read_bytes()
         self._sp = sentencepiece.SentencePieceProcessor(model_proto=proto, num_threads=num_threads)
+        pieces = [self._sp.id_to_piece(i) for i in range(self._sp.get_piece_size())]
+        self._word_start = np.array([p.startswith(_WORD_MARK) for p in pieces], dtype=np.int64)
+        """Per id: 1 when the piece opens a word (`▁` prefix), so word k's pieces follow its k-th opener."""
+        self._piece_chars = np.array([len(p) for p in pieces], dtype=np.int64) - self._word_start
+        """Per id: the characters of the text the piece stands for (its `▁` stands for whitespace)."""
 
     @property
     def processor(self) -> sentencepiece.SentencePieceProcessor:
@@ -125,6 +136,39 @@ class Tokenizer:
         ends.append(len(text))
         return list(zip(begins, ends, strict=True))
 
+    def head_ids(self, text: str, n: int) -> list[int]:
+        """`ids(text)[:n]`, encoding only a prefix of `text` that ends between two words.
+
+        Exact, not an estimate: the model's best segmentation up to a word boundary depends only on
+        the text before it (Viterbi), so the prefix's ids are the first ids of the whole text.
+        """
+        size = 8 * n
+        while size < len(text):
+            cut = max(text.rfind(" ", 0, size), text.rfind("\n", 0, size))
+            if cut > 0:
+                ids = self._sp.encode(text[:cut])
+                if len(ids) >= n:
+                    return list(ids[:n])
+            size *= 2
+        return list(self._sp.encode(text))[:n]
+
+    def head_ids_many(self, texts: Sequence[str], n: int) -> list[list[int]]:
+        """`head_ids` of many texts, their prefixes encoded in one call."""
+        size = 8 * n
+        heads = []
+        for text in texts:
+            cut = max(text.rfind(" ", 0, size), text.rfind("\n", 0, size)) if len(text) > size else -1
+            heads.append(text[:cut] if cut > 0 else text)
+        batch = self._sp.encode(heads, num_threads=1) if heads else []
+        return [
+            list(ids[:n]) if len(ids) >= n or len(head) == len(text) else self.head_ids(text, n)
+            for text, head, ids in zip(texts, heads, batch, strict=True)
+        ]
+
+    def note(self, text: str) -> NoteTokens:
+        """One pass over a whole text, from which every span's count is derived (`NoteTokens`)."""
+        return NoteTokens(self, text)
+
     def _count_ids(self, ids: list[int], text: str) -> int:
         if not ids:
             return 1 + _SPECIAL_IDS
@@ -138,7 +182,94 @@ class Tokenizer:
         )
 
 
-@functools.cache
+_WORD_MARK = "\u2581"
+_SEPARATORS = " \t\n\r\f\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+"""Characters that both `normalise` (NFKC) and the model's normaliser turn into plain whitespace, so they
+separate words alike in a chunk's text and in the note's body. (Not U+000B or U+0085: the model keeps
+those as unknown characters.)"""
+_SEPARATOR_CODES = np.array([ord(c) for c in _SEPARATORS], dtype=np.uint32)
+
+
+class NoteTokens:
+    """Token counts of any span of one text, from a single sentencepiece pass over the whole text.
+
+    Why it is exact: the model cuts its normalised input into words at whitespace and no piece crosses
+    a word boundary, so the pieces of a span that starts and ends between words are exactly the pieces
+    of the words inside it. `count(s, e)` therefore equals `Tokenizer.count(normalise(text[s:e]))`
+    whenever three things hold, and falls back to that very call otherwise:
+
+    - the text is NFKC-normalised up to `_SEPARATORS`, so `normalise` changes only whitespace, which
+      the model collapses anyway;
+    - the pass has no `<unk>` (a merged run of unknown characters is counted per code point, which
+      needs the piece strings);
+    - the model's words are the text's words: same number, same length each (checked once per text,
+      so a zero-width space or any character the model treats otherwise sends the text to the fallback);
+    - and, per span, no word straddles `s` or `e`.
+
+    The shared corpora meet the first three for 2,817 of 3,312 notes (14 % hold a no-break space, which
+    is handled; the rest are mostly `<unk>` emoji and zero-width spaces).
+    """
+
+    __slots__ = ("_cache", "_cum", "_text", "_tokenizer", "_word_starts", "aligned")
+
+    def __init__(self, tokenizer: Tokenizer, text: str) -> None:
+        self._tokenizer = tokenizer
+        self._text = text
+        self._cache: dict[tuple[int, int], int] = {}
+        self._word_starts: list[int] = []
+        self._cum: list[int] = [0]
+        self.aligned = self._align(text)
+        """Whether counts come from the one pass (else every count is computed on its own)."""
+
+    def _align(self, text: str) -> bool:
+        if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
+            for sep in _SEPARATORS[5:]:  # the non-ASCII separators: NFKC makes each a plain space
+                if sep in text:
+                    text = text.replace(sep, " ")
+            if not unicodedata.is_normalized("NFKC", text):
+                return False
+            text = self._text
+        # One batch of lines, not one long string: the model's Viterbi sums float32 scores from the
+        # start of its input, so over a whole note rounding flips near-ties ("▁Screen shots" where the
+        # chunk alone gives "▁S creenshot s"). Lines keep every sum as short as in a chunk of its own.
+        lines = self._tokenizer.processor.encode(text.split("\n"), num_threads=1)
+        ids = np.fromiter(itertools.chain.from_iterable(lines), dtype=np.int64)
+        if (ids == _UNK_ID).any():
+            return False
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        sep = np.isin(codes, _SEPARATOR_CODES)
+        edges = np.diff(np.concatenate(([True], sep, [True])).astype(np.int8))
+        starts, ends = np.flatnonzero(edges == -1), np.flatnonzero(edges == 1)
+        opens = self._tokenizer._word_start[ids]
+        word_of_piece = np.cumsum(opens) - 1
+        if len(ids) and (opens[0] != 1 or word_of_piece[-1] + 1 != len(starts)):
+            return False
+        if not len(ids) and len(starts):
+            return False
+        chars = np.bincount(word_of_piece, weights=self._tokenizer._piece_chars[ids], minlength=len(starts))
+        if not np.array_equal(chars.astype(np.int64), ends - starts):
+            return False
+        pieces = np.bincount(word_of_piece, minlength=len(starts))
+        self._word_starts = starts.tolist()
+        self._cum = [0, *np.cumsum(pieces).tolist()]
+        return True
+
+    def count(self, start: int, end: int) -> int:
+        """`Tokenizer.count(normalise(text[start:end]))`: the size of that span as a chunk, BOS/EOS included."""
+        if self.aligned and self._between_words(start) and self._between_words(end):
+            starts = self._word_starts
+            n = self._cum[bisect.bisect_left(starts, end)] - self._cum[bisect.bisect_left(starts, start)]
+            return n + _SPECIAL_IDS if n else 1 + _SPECIAL_IDS
+        key = (start, end)
+        if key not in self._cache:
+            self._cache[key] = self._tokenizer.count(normalise(self._text[start:end]))
+        return self._cache[key]
+
+    def _between_words(self, offset: int) -> bool:
+        text = self._text
+        return offset <= 0 or offset >= len(text) or text[offset - 1] in _SEPARATORS or text[offset] in _SEPARATORS
+
+
 @functools.cache
 def default_tokenizer() -> Tokenizer:
     """The tokenizer of the default model, loaded once per process (0.1 s a load)."""

@@ -38,9 +38,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeAlias
 
+from ..language import language_identifier
 from ..points import E5_VECTOR
 from ..store import ScoredPoint, SparseVec, lexical_document
-from ..vault import language_identifier
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +160,10 @@ class CandidateLists:
     """The `e5` list; empty when the store has no quality tier (fusion is then exactly use + BM25)."""
 
 
-def query_languages(query: str, languages: Sequence[str]) -> dict[str, float]:
+def query_languages(query: str, languages: Sequence[str], cache_dir: str | None = None) -> dict[str, float]:
     """Probability per configured language that the query is written in it.
 
-    Code spans, links and URLs are removed first, as in `vault.detect_language`. With one
+    Code spans, links and URLs are removed first, as in `language.detect_language`. With one
     language, or with almost no prose left, the answer is certain or uniform respectively.
     """
     langs = tuple(dict.fromkeys(languages))
@@ -172,7 +172,7 @@ def query_languages(query: str, languages: Sequence[str]) -> dict[str, float]:
     prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", query))
     if len(prose.strip()) < 3:
         return dict.fromkeys(langs, 1.0 / len(langs))
-    ranked = language_identifier(langs).rank(prose[:2000])
+    ranked = language_identifier(langs, cache_dir).rank(prose[:2000])
     return {str(lang): float(prob) for lang, prob in ranked if lang in langs}
 
 

@@ -188,7 +188,7 @@ class Searcher:
         """
         vector = self.embedder.embed_query(query)
         return CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
-                              query_languages(query, self.settings.languages),
+                              query_languages(query, self.settings.languages, self.settings.cache_dir),
                               self._quality_list(query, self._quality_for("hybrid"), pool, flt))
 
     def feedback_search(self, pool: int, flt: Filter | None = None) -> FeedbackSearch:
@@ -234,7 +234,7 @@ class Searcher:
                                              candidates=pool, rrf_k=t.rrf_k)
             return [_cand(p, "dense+lexical") for p in fused]
         lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
-                               query_languages(query, self.settings.languages),
+                               query_languages(query, self.settings.languages, self.settings.cache_dir),
                                self._quality_list(query, quality, pool, flt))
         return fuse(query, lists, t, self.feedback_search(pool, flt))
 

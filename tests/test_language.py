@@ -1,0 +1,100 @@
+"""Language detection (R6): the unpacked model copy, the cache folder setting, and mixed notes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mindnet import language
+from mindnet.config import Settings, default_cache_dir, load_settings
+from mindnet.language import chunk_languages, detect_language
+
+
+def test_unpacked_language_model_matches_packaged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    fast = language._langid_model(Path(default_cache_dir()))
+    (copy,) = (tmp_path / "cache" / "mindnet").iterdir()  # one unpacked copy, no temporary left behind
+    assert copy.name.startswith("langid-") and (copy / "arrays.npz").is_file()
+    packaged = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    for model in (fast, packaged):
+        model.set_languages(["de", "en", "fr"])
+    texts = ["Die Notizen werden importiert.", "Notes are imported every night.", "Les notes sont importées.",
+             "Teams Meeting Richtlinien", "Qdrant"]
+    assert [fast.classify(t) for t in texts] == [packaged.classify(t) for t in texts]
+
+
+def test_language_model_without_a_writable_cache_still_loads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    model = language._langid_model(Path(default_cache_dir()))
+    model.set_languages(["de", "en"])
+    assert model.classify("Die Notizen werden importiert.")[0] == "de"
+
+
+def test_a_damaged_unpacked_language_model_falls_back_to_the_packaged_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    language._langid_model(Path(default_cache_dir()))
+    (copy,) = (tmp_path / "mindnet").iterdir()
+    table = next(copy.glob("nextmove.?"))
+    table.write_bytes(table.read_bytes()[:1000])  # cut short, as a full disk would leave it
+    model = language._langid_model(Path(default_cache_dir()))
+    model.set_languages(["de", "en"])
+    assert model.classify("Die Notizen werden jede Nacht importiert.")[0] == "de"
+    assert len(model.tk_nextmove) > 1000
+
+
+def test_cache_folder_comes_from_settings_with_xdg_as_default(tmp_path: Path) -> None:
+    xdg = tmp_path / "xdg"
+    assert load_settings(env={"XDG_CACHE_HOME": str(xdg)}).cache_dir == str(xdg / "mindnet")
+    own = tmp_path / "own"
+    env = {"XDG_CACHE_HOME": str(xdg), "MINDNET_CACHE_DIR": str(own)}
+    assert load_settings(env=env).cache_dir == str(own)
+
+
+def test_detection_writes_its_model_copy_only_into_the_folder_given(tmp_path: Path) -> None:
+    folder = tmp_path / "models"
+    language.language_identifier.cache_clear()
+    assert detect_language("Die Notizen werden jede Nacht importiert.", ("de", "en"), cache_dir=folder) == "de"
+    assert [p.name.split("-")[0] for p in folder.iterdir()] == ["langid"]
+
+
+GERMAN = "Die Notizen werden jede Nacht importiert, und der Index wird danach neu aufgebaut und geprüft. " * 2
+ENGLISH = "Notes are imported every night, and the index is rebuilt and checked right after that run. " * 2
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    seen: list[str] = []
+    original = language.detect_language
+
+    def counting(text: str, languages: tuple[str, ...], max_chars: int = 20_000, cache_dir: object = None) -> str:
+        seen.append(text)
+        return original(text, languages, max_chars)
+
+    monkeypatch.setattr(language, "detect_language", counting)
+    return seen
+
+
+def test_a_note_in_one_language_is_probed_not_classified_chunk_by_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _counting(monkeypatch)
+    texts = [GERMAN] * 9 + ["kurz"]
+    assert chunk_languages(texts, "de", ("de", "en")) == ["de"] * 10
+    assert len(seen) == language.PROBES
+
+
+def test_a_mixed_note_has_each_long_chunk_classified(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _counting(monkeypatch)
+    texts = [GERMAN, GERMAN, GERMAN, ENGLISH, GERMAN, "short english text", ENGLISH]
+    assert chunk_languages(texts, "de", ("de", "en")) == ["de", "de", "de", "en", "de", "de", "en"]
+    assert len(seen) == 6  # every chunk of 80 characters or more, each once
+
+
+def test_a_language_outside_the_settings_is_inherited_without_detection(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen = _counting(monkeypatch)
+    assert chunk_languages([ENGLISH, ENGLISH], "fr", Settings().languages) == ["fr", "fr"]
+    assert seen == []
