@@ -4,7 +4,16 @@ Two commands, run from the repo root:
 
     .venv/bin/python bench/search.py eval [--work DIR] [--max-queries N] [--sets foam,rust,xquad]
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
+    .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
+
+`loo` is the honest figure (issue 15): twelve (set, direction) cells (`bench/cells.py`), each
+cell's fusion knobs picked by the selection rule on the other eleven and reported on it (leave
+one cell out), beside the in-sample pick and the single lists (BM25 and dense over mindnet's
+chunks and over fixed 300-token windows). `--variants` adds candidate representations and note
+scorings of each single list (`bench/variants.py`), score fusion, and each candidate fused into
+hybrid, all chosen out of sample the same way. `eval` and `grid` below are in-sample: their sets
+chose the knobs they report.
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
 (kept, so a second run reuses the embedding cache) and prints one metrics table per question
@@ -48,10 +57,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+import cells
+import variants
 from mindnet.config import Settings, load_settings
 from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder, make_embedder
 from mindnet.evaluation import (
@@ -79,6 +91,7 @@ from mindnet.search import (
     FeedbackSearch,
     Searcher,
     SearchTuning,
+    _Cand,
     best_per_note,
     fuse,
 )
@@ -239,27 +252,38 @@ def _fetch(name: str, searcher: Searcher, queries: list[EvalQuery], key: dict[st
     return Replay(name, queries, lists, key, cached_feedback(searcher, POOL))
 
 
-def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
-    """Metrics per category (and `all`) of one mode over cached lists, exactly as `search` ranks."""
+def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tuple[str, float]]:
+    """Question `i`'s notes (judgement keys) with their scores, best first, exactly as `search` ranks."""
+    q, lists = r.queries[i], r.lists[i]
+    if mode == "dense":
+        cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}), SearchTuning()))
+    elif mode == "dense-e5":
+        cands = best_per_note(fuse(q.query, CandidateLists(lists.quality, (), {}), SearchTuning()))
+    elif mode == "lexical":
+        cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), SearchTuning()))
+    else:
+        cands = best_per_note(fuse(q.query, lists, tuning, r.feedback), tuning.note_sum_weight)
+    out = []
+    for c in cands:
+        pl = c.payload
+        out.append((r.key.get(str(pl.get("path")), "") if r.key is not None else str(pl.get("note_id")), c.score))
+    return out
+
+
+def metrics_of(r: Replay, ranked: Sequence[Sequence[str]]) -> dict[str, Metrics]:
+    """Metrics per category (and `all`) of one ranked key list per question."""
     per: dict[str, list[Metrics]] = {}
-    for q, lists in zip(r.queries, r.lists, strict=True):
-        if mode == "dense":
-            cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}), SearchTuning()))
-        elif mode == "dense-e5":
-            cands = best_per_note(fuse(q.query, CandidateLists(lists.quality, (), {}), SearchTuning()))
-        elif mode == "lexical":
-            cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), SearchTuning()))
-        else:
-            cands = best_per_note(fuse(q.query, lists, tuning, r.feedback), tuning.note_sum_weight)
-        ranked = []
-        for c in cands[:10]:
-            pl = c.payload
-            ranked.append(r.key.get(str(pl.get("path")), "") if r.key is not None else str(pl.get("note_id")))
-        m = score_query(ranked, q.gains)
+    for q, keys in zip(r.queries, ranked, strict=True):
+        m = score_query(list(keys)[:10], q.gains)
         per.setdefault("all", []).append(m)
         if q.category:
             per.setdefault(q.category, []).append(m)
     return {c: mean_metrics(ms) for c, ms in per.items()}
+
+
+def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
+    """Metrics per category (and `all`) of one mode over cached lists, exactly as `search` ranks."""
+    return metrics_of(r, [[k for k, _ in replay_notes(r, i, mode, tuning)[:10]] for i in range(len(r.queries))])
 
 
 def _golden(stack: contextlib.ExitStack, work: Path, embedder: Embedder, prefix: bool, suffix: str,
@@ -412,6 +436,224 @@ def _grid(stack: contextlib.ExitStack, args: argparse.Namespace, work: Path, emb
 
 
 # ---------------------------------------------------------------------------------------------
+# loo: leave one cell out
+# ---------------------------------------------------------------------------------------------
+
+SINGLES = ("bm25 (fixed)", "dense (fixed)", "bm25", "dense")
+"""The single lists every hybrid setting must beat, per cell: over fixed windows and over chunks."""
+
+
+def loo_tunings() -> list[SearchTuning]:
+    """The knob settings `loo` chooses from; the current default is among them.
+
+    Smaller than `grid_tunings` (108 + the default): each setting is replayed over every question of
+    every cell (a new feedback query costs a store search), so the knobs that never won in `grid`
+    (title boost, rrf_k 40/60, heavy note sums) are left out; lexical weight 0.5 is in, because the
+    cross-lingual and mixed cells are new.
+    """
+    out = [SearchTuning()]
+    for rrf_k in (5, 10, 20):
+        for same in (0.5, 1.0, 1.5):
+            for other in (0.0, 0.25):
+                for note_sum in (0.0, 0.05):
+                    for feedback in (0.0, 0.25, 0.5):
+                        out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, lexical_weight_other=other,
+                                                note_sum_weight=note_sum, feedback_weight=feedback))
+    return list(dict.fromkeys(out))
+
+
+@dataclasses.dataclass
+class CellLists:
+    """One cell fetched: its lists over mindnet's chunks and over the fixed windows."""
+
+    name: str
+    real: Replay
+    fixed: Replay
+    searcher: Searcher
+    """The real store's searcher (still open): the variants read its chunks."""
+
+
+def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace) -> list[CellLists]:
+    """Open every corpus the chosen cells need (built once under `--work`) and fetch each cell's lists."""
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    embedder = cells.shared_embedder(work)
+    stack.callback(embedder.cache.close)
+    wanted = [c for c in cells.CELLS if not args.cells or any(c.name.startswith(p) for p in args.cells.split(","))]
+    corpora = cells.open_corpora(stack, work, embedder, cells.base_settings(),
+                                 {c.corpus for c in wanted}, args.max_queries)
+    out = []
+    for spec in wanted:
+        real, base, key = corpora[spec.corpus]
+        queries = cells.cell_queries(spec, real, args.max_queries, limit_queries)
+        out.append(CellLists(spec.name, _fetch(spec.name, real, queries, key),
+                             _fetch(f"{spec.name} (fixed)", base, queries, key), real))
+    return out
+
+
+def single_scores(cl: CellLists) -> dict[str, float]:
+    """nDCG@5 of each single list of a cell (knob-free: one list, ranked per note by its best chunk)."""
+    return {"bm25 (fixed)": replay(cl.fixed, "lexical", SearchTuning())["all"].ndcg_5,
+            "dense (fixed)": replay(cl.fixed, "dense", SearchTuning())["all"].ndcg_5,
+            "bm25": replay(cl.real, "lexical", SearchTuning())["all"].ndcg_5,
+            "dense": replay(cl.real, "dense", SearchTuning())["all"].ndcg_5}
+
+
+def run_loo(args: argparse.Namespace) -> None:
+    with contextlib.ExitStack() as stack:
+        fetched = fetch_cells(stack, args)
+        names = [c.name for c in fetched]
+        singles = {c.name: single_scores(c) for c in fetched}
+        refs = {n: max(singles[n].values()) for n in names}
+        tunings = loo_tunings()
+        started = time.perf_counter()
+        scores = {i: {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
+                  for i, t in enumerate(tunings)}
+        print(f"  {len(tunings)} settings replayed over {len(names)} cells in {time.perf_counter() - started:.0f}s",
+              file=sys.stderr, flush=True)
+        print_loo(names, {c.name: len(c.real.queries) for c in fetched}, singles, refs, tunings, scores)
+        if args.variants:
+            run_convex(fetched, refs)
+            run_variants(fetched, singles, refs)
+
+
+VARIANT_TUNINGS = tuple(SearchTuning(rrf_k=k, lexical_weight_same=same, feedback_weight=fb)
+                        for k in (5, 10, 20) for same in (1.0, 1.5) for fb in (0.0, 0.25))
+"""The fusion settings each candidate extra list is tried with (weights 0 to 2 on top)."""
+VARIANT_WEIGHTS = (0.0, 0.5, 1.0, 2.0)
+FUSED_CANDIDATES = ("bm25 (note)", "dense (note mean)", "title/alias", "bm25 (chunk b=0.3)",
+                    "dense (max + note mean)")
+
+
+def run_variants(fetched: list[CellLists], singles: dict[str, dict[str, float]], refs: dict[str, float]) -> None:
+    """Candidate single lists per cell, and each candidate fused into hybrid, chosen out of sample."""
+    views: dict[int, variants.CorpusView] = {}
+    lists: dict[str, list[dict[str, list[str]]]] = {}
+    started = time.perf_counter()
+    for c in fetched:
+        view = views.get(id(c.searcher)) or views.setdefault(id(c.searcher), variants.load_view(c.searcher))
+
+        def key(note_id: str, c: CellLists = c, view: variants.CorpusView = view) -> str:
+            return c.real.key.get(view.paths[note_id], "") if c.real.key is not None else note_id
+
+        per_query = []
+        for q in c.real.queries:
+            vec = np.asarray(c.searcher.embedder.embed_query(q.query), dtype=np.float32)
+            per_query.append({name: [key(n) for n in ranked]
+                              for name, ranked in variants.variant_lists(q.query, vec, view).items()})
+        lists[c.name] = per_query
+    print(f"  variant lists in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+    names = [c.name for c in fetched]
+    kinds = list(lists[names[0]][0])
+    print("\n### candidate single lists, nDCG@5 (no knobs: nothing to pick)\n")
+    print("| cell | bm25 (fixed) | dense (fixed) | " + " | ".join(kinds) + " |")
+    print("|" + "---|" * (3 + len(kinds)))
+    for c in fetched:
+        vals = [metrics_of(c.real, [row[k] for row in lists[c.name]])["all"].ndcg_5 for k in kinds]
+        print(f"| {c.name} | {singles[c.name]['bm25 (fixed)']:.3f} | {singles[c.name]['dense (fixed)']:.3f} | "
+              + " | ".join(f"{v:.3f}" for v in vals) + " |")
+    base = {(c.name, ti): [replay_notes(c.real, i, "hybrid", t) for i in range(len(c.real.queries))]
+            for c in fetched for ti, t in enumerate(VARIANT_TUNINGS)}
+    print("\n### hybrid + one candidate list (note-level RRF term), nDCG@5 out of sample per cell\n")
+    print("| extra list | " + " | ".join(names) + " | mean |")
+    print("|" + "---|" * (2 + len(names)))
+    for extra in ("(none)", *FUSED_CANDIDATES):
+        weights = (0.0,) if extra == "(none)" else VARIANT_WEIGHTS
+        scores: dict[int, dict[str, float]] = {}
+        for si, (ti, w) in enumerate((ti, w) for ti in range(len(VARIANT_TUNINGS)) for w in weights):
+            t = VARIANT_TUNINGS[ti]
+            scores[si] = {}
+            for c in fetched:
+                ranked = [_add_note_list(base[(c.name, ti)][i], lists[c.name][i].get(extra, []), w, t.rrf_k)
+                          for i in range(len(c.real.queries))]
+                scores[si][c.name] = metrics_of(c.real, ranked)["all"].ndcg_5
+        held = cells.leave_one_out(scores, refs, names)
+        print(f"| {extra} | " + " | ".join(f"{held[n][1]:.3f}" for n in names)
+              + f" | {statistics.mean(held[n][1] for n in names):.3f} |", flush=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Convex:
+    """Score fusion instead of ranks: alpha x min-max dense cosine + (1 - alpha) x w(c) x BM25 / max BM25."""
+
+    alpha: float
+    same: float
+    other: float
+
+
+def convex_notes(r: Replay, i: int, cfg: Convex) -> list[str]:
+    """Question `i`'s note keys under `cfg`, best chunk per note."""
+    lists = r.lists[i]
+    out: dict[str, _Cand] = {}
+    if lists.dense:
+        hi, lo = lists.dense[0].score, lists.dense[-1].score
+        for p in lists.dense:
+            out[p.id] = _Cand(p.id, cfg.alpha * (p.score - lo) / ((hi - lo) or 1.0), p.payload, "dense")
+    if lists.lexical:
+        top = lists.lexical[0].score or 1.0
+        for p in lists.lexical:
+            lang = str(p.payload.get("lang") or "")
+            w = cfg.other + (cfg.same - cfg.other) * lists.query_langs.get(lang, 1.0 if not lang else 0.0)
+            part = (1 - cfg.alpha) * w * p.score / top
+            if p.id in out:
+                out[p.id].score += part
+            else:
+                out[p.id] = _Cand(p.id, part, p.payload, "lexical")
+    cands = best_per_note(sorted(out.values(), key=lambda c: -c.score))
+    return [r.key.get(str(c.payload.get("path")), "") if r.key is not None else str(c.payload.get("note_id"))
+            for c in cands[:10]]
+
+
+CONVEX = tuple(Convex(a, same, other) for a in (0.3, 0.5, 0.7, 0.85) for same in (0.5, 1.0) for other in (0.25, 1.0))
+
+
+def run_convex(fetched: list[CellLists], refs: dict[str, float]) -> None:
+    """Score fusion (convex combination) chosen out of sample, beside RRF."""
+    names = [c.name for c in fetched]
+    scores = {i: {c.name: metrics_of(c.real, [convex_notes(c.real, q, cfg) for q in range(len(c.real.queries))])
+                  ["all"].ndcg_5 for c in fetched} for i, cfg in enumerate(CONVEX)}
+    held = cells.leave_one_out(scores, refs, names)
+    print("\n### convex score fusion (dense + BM25, no feedback), nDCG@5 out of sample\n")
+    print("| cell | out of sample | picked |\n|---|---|---|")
+    for n in names:
+        print(f"| {n} | {held[n][1]:.3f} | {CONVEX[held[n][0]]} |")
+    print(f"| mean | {statistics.mean(held[n][1] for n in names):.3f} | |", flush=True)
+
+
+def _add_note_list(scored: Sequence[tuple[str, float]], extra: Sequence[str], weight: float, rrf_k: int) -> list[str]:
+    """Hybrid's note scores plus `weight / (rrf_k + rank)` for each note of `extra`; keys best first."""
+    if weight <= 0 or not extra:
+        return [k for k, _ in scored[:10]]
+    total = dict(scored)
+    for r, k in enumerate(extra, 1):
+        total[k] = total.get(k, 0.0) + weight / (rrf_k + r)
+    return sorted(total, key=lambda k: -total[k])[:10]
+
+
+def print_loo(names: list[str], sizes: dict[str, int], singles: dict[str, dict[str, float]],
+              refs: dict[str, float], tunings: list[SearchTuning], scores: dict[int, dict[str, float]]) -> None:
+    """The table: single lists, the default, hybrid out of sample (leave one cell out) and in sample."""
+    held = cells.leave_one_out(scores, refs, names)
+    inside = cells.pick(scores, refs, names)
+    print("\n### nDCG@5 per cell: out of sample (knobs picked on the other cells) beside in sample\n")
+    print("| cell | n | " + " | ".join(SINGLES) + " | hybrid default | hybrid out of sample | hybrid in sample | "
+          "out of sample − best single |")
+    print("|" + "---|" * (len(SINGLES) + 6))
+    for n in names:
+        _, oos = held[n]
+        print(f"| {n} | {sizes[n]} | " + " | ".join(f"{singles[n][s]:.3f}" for s in SINGLES)
+              + f" | {scores[0][n]:.3f} | {oos:.3f} | {scores[inside][n]:.3f} | {oos - refs[n]:+.3f} |")
+    mean = {k: statistics.mean(v) for k, v in (
+        ("default", [scores[0][n] for n in names]), ("oos", [held[n][1] for n in names]),
+        ("in", [scores[inside][n] for n in names]))}
+    print("| mean | | " + " | ".join(f"{statistics.mean(singles[n][s] for n in names):.3f}" for s in SINGLES)
+          + f" | {mean['default']:.3f} | {mean['oos']:.3f} | {mean['in']:.3f} | |")
+    print(f"\nin sample (all cells): {_tuning_label(tunings[inside])}")
+    for n in names:
+        print(f"  held out {n}: {_tuning_label(tunings[held[n][0]])}")
+
+
+# ---------------------------------------------------------------------------------------------
 # latency
 # ---------------------------------------------------------------------------------------------
 
@@ -526,6 +768,11 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--xquad", action=argparse.BooleanOptionalAction, default=True)
     gr.add_argument("--out", default=None, help="write the whole grid (Markdown) here")
     gr.add_argument("--e5", action="store_true", help="fill the e5 tier and grid the three-list fusion")
+    lo = sub.add_parser("loo", help="every cell, knobs chosen on the other cells (leave one cell out)")
+    lo.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused")
+    lo.add_argument("--cells", default="", help="comma-separated cell name prefixes (all by default)")
+    lo.add_argument("--max-queries", type=int, default=300, help="XQuAD questions per cell (fixed sample)")
+    lo.add_argument("--variants", action="store_true", help="also measure the candidate lists (bench/variants.py)")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
     lat.add_argument("--sizes", default="1000,10000,100000")
     lat.add_argument("--queries", type=int, default=50)
@@ -536,6 +783,8 @@ def main(argv: list[str] | None = None) -> int:
         run_eval(args)
     elif args.command == "grid":
         run_grid(args)
+    elif args.command == "loo":
+        run_loo(args)
     else:
         run_latency(args)
     return 0
