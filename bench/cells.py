@@ -172,7 +172,9 @@ def leximin_key(margins: Sequence[float], mean: float) -> tuple[float, ...]:
 
 
 def pick(scores: dict[int, dict[str, float]], refs: dict[str, float], cells: Sequence[str]) -> int:
-    """The setting (index) the selection rule chooses looking at `cells` only."""
+    """The setting (index) the selection rule chooses looking at `cells` only (the first one when none)."""
+    if not cells:
+        return min(scores)
     def key(i: int) -> tuple[float, ...]:
         per = scores[i]
         return leximin_key([per[c] - refs[c] for c in cells], sum(per[c] for c in cells) / len(cells))

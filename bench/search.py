@@ -41,7 +41,8 @@ lists over e5 weight x use weight x the lexical knobs, the baseline being the be
 `use` and dense `e5` per category.
 
 `latency` builds synthetic Edge stores (random unit vectors, BM25 vectors of random vocabulary
-text, 10 chunks per note with prev/next and 3 links per note) and times end-to-end searches
+text, 10 chunks per note with prev/next and 3 links per note, a note point per note with a
+two-word title and an alias) and times end-to-end searches
 (query embedding with the real model + search) for dense, hybrid and hybrid+expand: p50/p95.
 No assertions: figures only.
 """
@@ -367,7 +368,7 @@ def _tuning_label(t: SearchTuning) -> str:
     return (f"k={t.rrf_k} same={t.lexical_weight_same} other={t.lexical_weight_other} "
             f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight} "
             f"e5={t.e5_weight} use={t.use_weight_with_e5} "
-            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms}")
+            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms} names={t.title_weight}")
 
 
 def run_grid(args: argparse.Namespace) -> None:
@@ -448,17 +449,17 @@ def loo_tunings() -> list[SearchTuning]:
 
     Smaller than `grid_tunings` (108 + the default): each setting is replayed over every question of
     every cell (a new feedback query costs a store search), so the knobs that never won in `grid`
-    (title boost, rrf_k 40/60, heavy note sums) are left out; lexical weight 0.5 is in, because the
-    cross-lingual and mixed cells are new.
+    (title boost, rrf_k 40/60, note sums other than 0.05) stay at their default; lexical weight 0.5
+    is in, because the cross-lingual and mixed cells are new, and so is the title/alias list.
     """
     out = [SearchTuning()]
     for rrf_k in (5, 10, 20):
         for same in (0.5, 1.0, 1.5):
             for other in (0.0, 0.25):
-                for note_sum in (0.0, 0.05):
-                    for feedback in (0.0, 0.25, 0.5):
+                for feedback in (0.0, 0.25, 0.5):
+                    for title in (0.0, 1.0):
                         out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, lexical_weight_other=other,
-                                                note_sum_weight=note_sum, feedback_weight=feedback))
+                                                feedback_weight=feedback, title_weight=title))
     return list(dict.fromkeys(out))
 
 
@@ -500,33 +501,107 @@ def single_scores(cl: CellLists) -> dict[str, float]:
 
 
 def run_loo(args: argparse.Namespace) -> None:
+    """Fetch the cells, replay every choice set, write the figures (`--out`) and print the tables."""
     with contextlib.ExitStack() as stack:
         fetched = fetch_cells(stack, args)
         names = [c.name for c in fetched]
-        singles = {c.name: single_scores(c) for c in fetched}
-        refs = {n: max(singles[n].values()) for n in names}
+        result: dict[str, object] = {"cells": names, "sizes": {c.name: len(c.real.queries) for c in fetched},
+                                     "singles": {c.name: single_scores(c) for c in fetched}}
         tunings = loo_tunings()
         started = time.perf_counter()
-        scores = {i: {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
-                  for i, t in enumerate(tunings)}
+        choices: dict[str, dict[str, dict[str, float]]] = {
+            "hybrid": {_tuning_label(t): {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
+                       for t in tunings}}
         print(f"  {len(tunings)} settings replayed over {len(names)} cells in {time.perf_counter() - started:.0f}s",
               file=sys.stderr, flush=True)
-        print_loo(names, {c.name: len(c.real.queries) for c in fetched}, singles, refs, tunings, scores)
         if args.variants:
-            run_convex(fetched, refs)
-            run_variants(fetched, singles, refs)
+            choices["convex score fusion"] = {str(cfg): {c.name: metrics_of(c.real, [
+                convex_notes(c.real, q, cfg) for q in range(len(c.real.queries))])["all"].ndcg_5 for c in fetched}
+                for cfg in CONVEX}
+            run_variants(fetched, result["singles"], choices)  # type: ignore[arg-type]
+        result["choices"] = choices
+        result["default"] = _tuning_label(SearchTuning())
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    print_tables([result])
+
+
+def merge_results(results: Sequence[dict]) -> dict:  # type: ignore[type-arg]
+    """Several `loo --out` files (disjoint cells, same code) as one: LOO needs every cell's figures together."""
+    out: dict = {"cells": [], "sizes": {}, "singles": {}, "choices": {}, "default": results[0]["default"]}  # type: ignore[type-arg]
+    for r in results:
+        out["cells"] += r["cells"]
+        out["sizes"].update(r["sizes"])
+        out["singles"].update(r["singles"])
+        for choice, settings in r["choices"].items():
+            merged = out["choices"].setdefault(choice, {})
+            for label, per in settings.items():
+                merged.setdefault(label, {}).update(per)
+    for choice, settings in list(out["choices"].items()):  # a choice set measured on only some files is dropped
+        if any(set(per) != set(out["cells"]) for per in settings.values()):
+            del out["choices"][choice]
+    return out
+
+
+def print_tables(results: Sequence[dict]) -> None:  # type: ignore[type-arg]
+    """The out-of-sample tables of one or several (merged) `loo` results."""
+    r = merge_results(results)
+    names, singles = r["cells"], r["singles"]
+    refs = {n: max(singles[n][s] for s in SINGLES) for n in names}
+    hybrid = r["choices"]["hybrid"]
+    labels = list(hybrid)
+    scores = {i: hybrid[lab] for i, lab in enumerate(labels)}
+    held = cells.leave_one_out(scores, refs, names)
+    inside = cells.pick(scores, refs, names)
+    default = labels.index(r["default"])
+    print("\n### nDCG@5 per cell: out of sample (knobs picked on the other cells) beside in sample\n")
+    print("| cell | n | " + " | ".join(SINGLES) + " | hybrid default | hybrid out of sample | hybrid in sample | "
+          "out of sample − best single |")
+    print("|" + "---|" * (len(SINGLES) + 6))
+    for n in names:
+        oos = held[n][1]
+        print(f"| {n} | {r['sizes'][n]} | " + " | ".join(f"{singles[n][s]:.3f}" for s in SINGLES)
+              + f" | {scores[default][n]:.3f} | {oos:.3f} | {scores[inside][n]:.3f} | {oos - refs[n]:+.3f} |")
+    print("| mean | | " + " | ".join(f"{statistics.mean(singles[n][s] for n in names):.3f}" for s in SINGLES)
+          + f" | {statistics.mean(scores[default][n] for n in names):.3f}"
+          + f" | {statistics.mean(held[n][1] for n in names):.3f}"
+          + f" | {statistics.mean(scores[inside][n] for n in names):.3f} | |")
+    print(f"\nin sample (all cells): {labels[inside]}")
+    for n in names:
+        print(f"  held out {n}: {labels[held[n][0]]}")
+    kinds = [k for k in singles[names[0]] if k not in SINGLES]
+    if kinds:
+        print("\n### candidate single lists, nDCG@5 (no knobs), beside the fixed-window lists\n")
+        print("| cell | bm25 (fixed) | dense (fixed) | " + " | ".join(kinds) + " |")
+        print("|" + "---|" * (3 + len(kinds)))
+        for n in names:
+            print(f"| {n} | {singles[n]['bm25 (fixed)']:.3f} | {singles[n]['dense (fixed)']:.3f} | "
+                  + " | ".join(f"{singles[n][k]:.3f}" for k in kinds) + " |")
+    print("\n### every choice set, nDCG@5 out of sample (leave one cell out)\n")
+    print("| choice set | settings | " + " | ".join(names) + " | mean | worst margin |")
+    print("|" + "---|" * (4 + len(names)))
+    for choice, settings in r["choices"].items():
+        labs = list(settings)
+        sc = {i: settings[lab] for i, lab in enumerate(labs)}
+        h = cells.leave_one_out(sc, refs, names)
+        print(f"| {choice} | {len(labs)} | " + " | ".join(f"{h[n][1]:.3f}" for n in names)
+              + f" | {statistics.mean(h[n][1] for n in names):.3f} | {min(h[n][1] - refs[n] for n in names):+.3f} |")
+
+
+def run_loo_table(args: argparse.Namespace) -> None:
+    print_tables([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.files])
 
 
 VARIANT_TUNINGS = tuple(SearchTuning(rrf_k=k, lexical_weight_same=same, feedback_weight=fb)
                         for k in (5, 10, 20) for same in (1.0, 1.5) for fb in (0.0, 0.25))
 """The fusion settings each candidate extra list is tried with (weights 0 to 2 on top)."""
 VARIANT_WEIGHTS = (0.0, 0.5, 1.0, 2.0)
-FUSED_CANDIDATES = ("bm25 (note)", "dense (note mean)", "title/alias", "bm25 (chunk b=0.3)",
-                    "dense (max + note mean)")
+FUSED_CANDIDATES = ("bm25 (note)", "bm25 (section)", "dense (note mean)", "dense (max + note mean)")
 
 
-def run_variants(fetched: list[CellLists], singles: dict[str, dict[str, float]], refs: dict[str, float]) -> None:
-    """Candidate single lists per cell, and each candidate fused into hybrid, chosen out of sample."""
+def run_variants(fetched: list[CellLists], singles: dict[str, dict[str, float]],
+                 choices: dict[str, dict[str, dict[str, float]]]) -> None:
+    """Candidate single lists per cell (into `singles`), and hybrid + each candidate (into `choices`)."""
     views: dict[int, variants.CorpusView] = {}
     lists: dict[str, list[dict[str, list[str]]]] = {}
     started = time.perf_counter()
@@ -542,34 +617,20 @@ def run_variants(fetched: list[CellLists], singles: dict[str, dict[str, float]],
             per_query.append({name: [key(n) for n in ranked]
                               for name, ranked in variants.variant_lists(q.query, vec, view).items()})
         lists[c.name] = per_query
+        for k in per_query[0]:
+            singles[c.name][k] = metrics_of(c.real, [row[k] for row in per_query])["all"].ndcg_5
     print(f"  variant lists in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
-    names = [c.name for c in fetched]
-    kinds = list(lists[names[0]][0])
-    print("\n### candidate single lists, nDCG@5 (no knobs: nothing to pick)\n")
-    print("| cell | bm25 (fixed) | dense (fixed) | " + " | ".join(kinds) + " |")
-    print("|" + "---|" * (3 + len(kinds)))
-    for c in fetched:
-        vals = [metrics_of(c.real, [row[k] for row in lists[c.name]])["all"].ndcg_5 for k in kinds]
-        print(f"| {c.name} | {singles[c.name]['bm25 (fixed)']:.3f} | {singles[c.name]['dense (fixed)']:.3f} | "
-              + " | ".join(f"{v:.3f}" for v in vals) + " |")
     base = {(c.name, ti): [replay_notes(c.real, i, "hybrid", t) for i in range(len(c.real.queries))]
             for c in fetched for ti, t in enumerate(VARIANT_TUNINGS)}
-    print("\n### hybrid + one candidate list (note-level RRF term), nDCG@5 out of sample per cell\n")
-    print("| extra list | " + " | ".join(names) + " | mean |")
-    print("|" + "---|" * (2 + len(names)))
     for extra in ("(none)", *FUSED_CANDIDATES):
         weights = (0.0,) if extra == "(none)" else VARIANT_WEIGHTS
-        scores: dict[int, dict[str, float]] = {}
-        for si, (ti, w) in enumerate((ti, w) for ti in range(len(VARIANT_TUNINGS)) for w in weights):
-            t = VARIANT_TUNINGS[ti]
-            scores[si] = {}
-            for c in fetched:
-                ranked = [_add_note_list(base[(c.name, ti)][i], lists[c.name][i].get(extra, []), w, t.rrf_k)
-                          for i in range(len(c.real.queries))]
-                scores[si][c.name] = metrics_of(c.real, ranked)["all"].ndcg_5
-        held = cells.leave_one_out(scores, refs, names)
-        print(f"| {extra} | " + " | ".join(f"{held[n][1]:.3f}" for n in names)
-              + f" | {statistics.mean(held[n][1] for n in names):.3f} |", flush=True)
+        settings: dict[str, dict[str, float]] = {}
+        for ti, t in enumerate(VARIANT_TUNINGS):
+            for w in weights:
+                settings[f"{_tuning_label(t)} +{w}"] = {c.name: metrics_of(c.real, [
+                    _add_note_list(base[(c.name, ti)][i], lists[c.name][i].get(extra, []), w, t.rrf_k)
+                    for i in range(len(c.real.queries))])["all"].ndcg_5 for c in fetched}
+        choices[f"hybrid (small grid) + {extra}"] = settings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -607,19 +668,6 @@ def convex_notes(r: Replay, i: int, cfg: Convex) -> list[str]:
 CONVEX = tuple(Convex(a, same, other) for a in (0.3, 0.5, 0.7, 0.85) for same in (0.5, 1.0) for other in (0.25, 1.0))
 
 
-def run_convex(fetched: list[CellLists], refs: dict[str, float]) -> None:
-    """Score fusion (convex combination) chosen out of sample, beside RRF."""
-    names = [c.name for c in fetched]
-    scores = {i: {c.name: metrics_of(c.real, [convex_notes(c.real, q, cfg) for q in range(len(c.real.queries))])
-                  ["all"].ndcg_5 for c in fetched} for i, cfg in enumerate(CONVEX)}
-    held = cells.leave_one_out(scores, refs, names)
-    print("\n### convex score fusion (dense + BM25, no feedback), nDCG@5 out of sample\n")
-    print("| cell | out of sample | picked |\n|---|---|---|")
-    for n in names:
-        print(f"| {n} | {held[n][1]:.3f} | {CONVEX[held[n][0]]} |")
-    print(f"| mean | {statistics.mean(held[n][1] for n in names):.3f} | |", flush=True)
-
-
 def _add_note_list(scored: Sequence[tuple[str, float]], extra: Sequence[str], weight: float, rrf_k: int) -> list[str]:
     """Hybrid's note scores plus `weight / (rrf_k + rank)` for each note of `extra`; keys best first."""
     if weight <= 0 or not extra:
@@ -628,29 +676,6 @@ def _add_note_list(scored: Sequence[tuple[str, float]], extra: Sequence[str], we
     for r, k in enumerate(extra, 1):
         total[k] = total.get(k, 0.0) + weight / (rrf_k + r)
     return sorted(total, key=lambda k: -total[k])[:10]
-
-
-def print_loo(names: list[str], sizes: dict[str, int], singles: dict[str, dict[str, float]],
-              refs: dict[str, float], tunings: list[SearchTuning], scores: dict[int, dict[str, float]]) -> None:
-    """The table: single lists, the default, hybrid out of sample (leave one cell out) and in sample."""
-    held = cells.leave_one_out(scores, refs, names)
-    inside = cells.pick(scores, refs, names)
-    print("\n### nDCG@5 per cell: out of sample (knobs picked on the other cells) beside in sample\n")
-    print("| cell | n | " + " | ".join(SINGLES) + " | hybrid default | hybrid out of sample | hybrid in sample | "
-          "out of sample − best single |")
-    print("|" + "---|" * (len(SINGLES) + 6))
-    for n in names:
-        _, oos = held[n]
-        print(f"| {n} | {sizes[n]} | " + " | ".join(f"{singles[n][s]:.3f}" for s in SINGLES)
-              + f" | {scores[0][n]:.3f} | {oos:.3f} | {scores[inside][n]:.3f} | {oos - refs[n]:+.3f} |")
-    mean = {k: statistics.mean(v) for k, v in (
-        ("default", [scores[0][n] for n in names]), ("oos", [held[n][1] for n in names]),
-        ("in", [scores[inside][n] for n in names]))}
-    print("| mean | | " + " | ".join(f"{statistics.mean(singles[n][s] for n in names):.3f}" for s in SINGLES)
-          + f" | {mean['default']:.3f} | {mean['oos']:.3f} | {mean['in']:.3f} | |")
-    print(f"\nin sample (all cells): {_tuning_label(tunings[inside])}")
-    for n in names:
-        print(f"  held out {n}: {_tuning_label(tunings[held[n][0]])}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -702,6 +727,13 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
                 "kind": "backlink", "scope": "note", "source_id": f"n{target}", "target_id": f"n{note}",
                 "note_id": f"n{note}", "status": "resolved"}))
     store.upsert("edges", edges)
+    # Note points with titles and aliases, so the title/alias list reads an index of realistic size.
+    notes = [PointRecord(f"n{note}", {"note_id": f"n{note}", "path": f"notes/n{note}.md",
+                                      "title": " ".join(vocab[w] for w in rng.choice(len(vocab), 2)),
+                                      "aliases": [vocab[int(rng.integers(len(vocab)))]]})
+             for note in range(n_notes)]
+    for start in range(0, len(notes), 1024):
+        store.upsert("notes", notes[start:start + 1024])
     store.optimize()
     print(f"  built {n_chunks} chunks / {len(edges)} edges in {time.perf_counter() - started:.0f}s", flush=True)
     return store
@@ -773,6 +805,9 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--cells", default="", help="comma-separated cell name prefixes (all by default)")
     lo.add_argument("--max-queries", type=int, default=300, help="XQuAD questions per cell (fixed sample)")
     lo.add_argument("--variants", action="store_true", help="also measure the candidate lists (bench/variants.py)")
+    lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")
+    lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
+    lt.add_argument("files", nargs="+")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
     lat.add_argument("--sizes", default="1000,10000,100000")
     lat.add_argument("--queries", type=int, default=50)
@@ -785,6 +820,8 @@ def main(argv: list[str] | None = None) -> int:
         run_grid(args)
     elif args.command == "loo":
         run_loo(args)
+    elif args.command == "loo-table":
+        run_loo_table(args)
     else:
         run_latency(args)
     return 0

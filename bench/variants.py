@@ -116,8 +116,20 @@ def load_view(searcher: Searcher) -> CorpusView:
     note_docs = [(nid, notes.get(nid, {}).get("lang"),
                   "\n".join([str(notes.get(nid, {}).get("title", "")), *aliases(nid),
                              str(notes.get(nid, {}).get("fulltext", ""))])) for nid in note_ids]
+    sections: dict[tuple[str, str], list[object]] = {}
+    for p in chunks:
+        top = "/".join(str(p.payload.get("section_path", "/")).split("/")[:2])  # the H2 a chunk is under
+        sections.setdefault((str(p.payload.get("note_id")), top), []).append(p)
+    section_docs = [(f"{nid}\x00{sec}", group[0].payload.get("lang"),  # type: ignore[attr-defined]
+                     "\n".join([str(notes.get(nid, {}).get("title", "")), sec.replace("/", " "),
+                                 *(str(g.payload.get("text", "")) for g in group)]))  # type: ignore[attr-defined]
+                    for (nid, sec), group in sections.items()]
+    with_aliases = [(p.id, p.payload.get("lang"),
+                     "\n".join([*aliases(str(p.payload.get("note_id"))), chunk_doc(p, True)])) for p in chunks]
     indexes = {
         "chunk b=0.75": Bm25Index(chunk_docs),
+        "chunk + aliases": Bm25Index(with_aliases),
+        "section": Bm25Index(section_docs),
         "chunk b=0.3": Bm25Index(chunk_docs, b=0.3),
         "chunk no title": Bm25Index([(p.id, p.payload.get("lang"), chunk_doc(p, False)) for p in chunks]),
         "note": Bm25Index(note_docs, avg_len=float(np.mean([len(d[2].split()) for d in note_docs]) or 1.0)),
@@ -153,8 +165,13 @@ def variant_lists(query: str, qvec: npt.NDArray[np.float32], view: CorpusView) -
     out: dict[str, list[str]] = {}
     for name, index in view.indexes.items():
         hits = index.search(query, view.languages)
-        out[f"bm25 ({name})"] = list(dict.fromkeys(
-            [k for k, _ in hits] if name == "note" else notes_from_chunks(hits, note_of)))[:50]
+        if name == "note":
+            ranked_notes = [k for k, _ in hits]
+        elif name == "section":
+            ranked_notes = list(dict.fromkeys(k.split("\x00")[0] for k, _ in hits))
+        else:
+            ranked_notes = notes_from_chunks(hits, note_of)
+        out[f"bm25 ({name})"] = ranked_notes[:50]
     cos = view.vectors @ qvec
     order = np.argsort(-cos)[:400]
     ranked = [(view.chunk_ids[i], float(cos[i])) for i in order]
