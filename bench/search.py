@@ -43,7 +43,8 @@ lists over e5 weight x use weight x the lexical knobs, the baseline being the be
 `latency` builds synthetic Edge stores (random unit vectors, BM25 vectors of random vocabulary
 text, 10 chunks per note with prev/next and 3 links per note, a note point per note with a
 two-word title and an alias) and times end-to-end searches
-(query embedding with the real model + search) for dense, hybrid and hybrid+expand: p50/p95.
+(query embedding with the real model + search) for dense, hybrid, hybrid+expand and hybrid with
+the title/alias list on (`title_weight=1`, off by default): p50/p95.
 No assertions: figures only.
 """
 
@@ -773,9 +774,11 @@ def run_latency(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory(prefix="mindnet-bench-") as tmp:
             print(f"  building {size} …", file=sys.stderr, flush=True)
             store = synthetic_store(Path(tmp), size, embedder.dim, vocab)
-            searcher = Searcher(store, embedder, settings)
-            for label, mode, expand in (("dense", "dense", False), ("hybrid", "hybrid", False),
-                                        ("hybrid+expand", "hybrid", True)):
+            plain = Searcher(store, embedder, settings)
+            named = Searcher(store, embedder, settings, tuning=SearchTuning(title_weight=1.0))
+            for label, mode, expand, searcher in (
+                    ("dense", "dense", False, plain), ("hybrid", "hybrid", False, plain),
+                    ("hybrid+expand", "hybrid", True, plain), ("hybrid+title list", "hybrid", False, named)):
                 times, embeds = [], []
                 for i in range(args.queries + 3):
                     q = QUERIES[i % len(QUERIES)] + (f" {i}" if i >= len(QUERIES) else "")
