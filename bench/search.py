@@ -4,7 +4,16 @@ Two commands, run from the repo root:
 
     .venv/bin/python bench/search.py eval [--work DIR] [--max-queries N] [--sets foam,rust,xquad]
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
+    .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
+
+`loo` is the honest figure (issue 15): twelve (set, direction) cells (`bench/cells.py`), each
+cell's fusion knobs picked by the selection rule on the other eleven and reported on it (leave
+one cell out), beside the in-sample pick and the single lists (BM25 and dense over mindnet's
+chunks and over fixed 300-token windows). `--variants` adds candidate representations and note
+scorings of each single list (`bench/variants.py`), score fusion, and each candidate fused into
+hybrid, all chosen out of sample the same way. `eval` and `grid` below are in-sample: their sets
+chose the knobs they report.
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
 (kept, so a second run reuses the embedding cache) and prints one metrics table per question
@@ -32,8 +41,10 @@ lists over e5 weight x use weight x the lexical knobs, the baseline being the be
 `use` and dense `e5` per category.
 
 `latency` builds synthetic Edge stores (random unit vectors, BM25 vectors of random vocabulary
-text, 10 chunks per note with prev/next and 3 links per note) and times end-to-end searches
-(query embedding with the real model + search) for dense, hybrid and hybrid+expand: p50/p95.
+text, 10 chunks per note with prev/next and 3 links per note, a note point per note with a
+two-word title and an alias) and times end-to-end searches
+(query embedding with the real model + search) for dense, hybrid, hybrid+expand and hybrid with
+the title/alias list on (`title_weight=1`, off by default): p50/p95.
 No assertions: figures only.
 """
 
@@ -48,10 +59,13 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
+import cells
+import variants
 from mindnet.config import Settings, load_settings
 from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder, make_embedder
 from mindnet.evaluation import (
@@ -79,6 +93,7 @@ from mindnet.search import (
     FeedbackSearch,
     Searcher,
     SearchTuning,
+    _Cand,
     best_per_note,
     fuse,
 )
@@ -239,27 +254,38 @@ def _fetch(name: str, searcher: Searcher, queries: list[EvalQuery], key: dict[st
     return Replay(name, queries, lists, key, cached_feedback(searcher, POOL))
 
 
-def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
-    """Metrics per category (and `all`) of one mode over cached lists, exactly as `search` ranks."""
+def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tuple[str, float]]:
+    """Question `i`'s notes (judgement keys) with their scores, best first, exactly as `search` ranks."""
+    q, lists = r.queries[i], r.lists[i]
+    if mode == "dense":
+        cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}), SearchTuning()))
+    elif mode == "dense-e5":
+        cands = best_per_note(fuse(q.query, CandidateLists(lists.quality, (), {}), SearchTuning()))
+    elif mode == "lexical":
+        cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), SearchTuning()))
+    else:
+        cands = best_per_note(fuse(q.query, lists, tuning, r.feedback), tuning.note_sum_weight)
+    out = []
+    for c in cands:
+        pl = c.payload
+        out.append((r.key.get(str(pl.get("path")), "") if r.key is not None else str(pl.get("note_id")), c.score))
+    return out
+
+
+def metrics_of(r: Replay, ranked: Sequence[Sequence[str]]) -> dict[str, Metrics]:
+    """Metrics per category (and `all`) of one ranked key list per question."""
     per: dict[str, list[Metrics]] = {}
-    for q, lists in zip(r.queries, r.lists, strict=True):
-        if mode == "dense":
-            cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}), SearchTuning()))
-        elif mode == "dense-e5":
-            cands = best_per_note(fuse(q.query, CandidateLists(lists.quality, (), {}), SearchTuning()))
-        elif mode == "lexical":
-            cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), SearchTuning()))
-        else:
-            cands = best_per_note(fuse(q.query, lists, tuning, r.feedback), tuning.note_sum_weight)
-        ranked = []
-        for c in cands[:10]:
-            pl = c.payload
-            ranked.append(r.key.get(str(pl.get("path")), "") if r.key is not None else str(pl.get("note_id")))
-        m = score_query(ranked, q.gains)
+    for q, keys in zip(r.queries, ranked, strict=True):
+        m = score_query(list(keys)[:10], q.gains)
         per.setdefault("all", []).append(m)
         if q.category:
             per.setdefault(q.category, []).append(m)
     return {c: mean_metrics(ms) for c, ms in per.items()}
+
+
+def replay(r: Replay, mode: str, tuning: SearchTuning) -> dict[str, Metrics]:
+    """Metrics per category (and `all`) of one mode over cached lists, exactly as `search` ranks."""
+    return metrics_of(r, [[k for k, _ in replay_notes(r, i, mode, tuning)[:10]] for i in range(len(r.queries))])
 
 
 def _golden(stack: contextlib.ExitStack, work: Path, embedder: Embedder, prefix: bool, suffix: str,
@@ -343,7 +369,7 @@ def _tuning_label(t: SearchTuning) -> str:
     return (f"k={t.rrf_k} same={t.lexical_weight_same} other={t.lexical_weight_other} "
             f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight} "
             f"e5={t.e5_weight} use={t.use_weight_with_e5} "
-            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms}")
+            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms} names={t.title_weight}")
 
 
 def run_grid(args: argparse.Namespace) -> None:
@@ -412,6 +438,272 @@ def _grid(stack: contextlib.ExitStack, args: argparse.Namespace, work: Path, emb
 
 
 # ---------------------------------------------------------------------------------------------
+# loo: leave one cell out
+# ---------------------------------------------------------------------------------------------
+
+SINGLES = ("bm25 (fixed)", "dense (fixed)", "bm25", "dense")
+"""The single lists every hybrid setting must beat, per cell: over fixed windows and over chunks."""
+
+
+PROPOSED = SearchTuning(rrf_k=10, lexical_weight_same=0.5)
+"""What `loo` picks under the dense-floor rule when any one cell is left out (every fold alike); not
+the default yet: on a 3-note store its flatter RRF scores let the note sum lift a note of many weak
+chunks over the one dense match (tests/test_search.py::test_german_query_finds_english_note)."""
+
+
+def loo_tunings() -> list[SearchTuning]:
+    """The knob settings `loo` chooses from; the current default is among them.
+
+    Smaller than `grid_tunings` (108, the default among them): each setting is replayed over every
+    question of every cell (a new feedback query costs a store search), so the knobs that never won
+    in `grid` (title boost, rrf_k 40/60, heavy note sums) or in an earlier `loo` run (other-language
+    weight 0) stay at their default; lexical weight 0.5 is in, because the cross-lingual and mixed
+    cells are new, and so are the title/alias list and note sum 0.
+    """
+    out = [SearchTuning(), PROPOSED]
+    for rrf_k in (5, 10, 20):
+        for same in (0.5, 1.0, 1.5):
+            for note_sum in (0.0, 0.05):
+                for feedback in (0.0, 0.25, 0.5):
+                    for title in (0.0, 1.0):
+                        out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, note_sum_weight=note_sum,
+                                                feedback_weight=feedback, title_weight=title))
+    return list(dict.fromkeys(out))
+
+
+@dataclasses.dataclass
+class CellLists:
+    """One cell fetched: its lists over mindnet's chunks and over the fixed windows."""
+
+    name: str
+    real: Replay
+    fixed: Replay
+    searcher: Searcher
+    """The real store's searcher (still open): the variants read its chunks."""
+
+
+def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace) -> list[CellLists]:
+    """Open every corpus the chosen cells need (built once under `--work`) and fetch each cell's lists."""
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    embedder = cells.shared_embedder(work)
+    stack.callback(embedder.cache.close)
+    wanted = [c for c in cells.CELLS if not args.cells or any(c.name.startswith(p) for p in args.cells.split(","))]
+    corpora = cells.open_corpora(stack, work, embedder, cells.base_settings(),
+                                 {c.corpus for c in wanted}, args.max_queries)
+    out = []
+    for spec in wanted:
+        real, base, key = corpora[spec.corpus]
+        queries = cells.cell_queries(spec, real, args.max_queries, limit_queries)
+        out.append(CellLists(spec.name, _fetch(spec.name, real, queries, key),
+                             _fetch(f"{spec.name} (fixed)", base, queries, key), real))
+    return out
+
+
+def single_scores(cl: CellLists) -> dict[str, float]:
+    """nDCG@5 of each single list of a cell (knob-free: one list, ranked per note by its best chunk)."""
+    return {"bm25 (fixed)": replay(cl.fixed, "lexical", SearchTuning())["all"].ndcg_5,
+            "dense (fixed)": replay(cl.fixed, "dense", SearchTuning())["all"].ndcg_5,
+            "bm25": replay(cl.real, "lexical", SearchTuning())["all"].ndcg_5,
+            "dense": replay(cl.real, "dense", SearchTuning())["all"].ndcg_5}
+
+
+def run_loo(args: argparse.Namespace) -> None:
+    """Fetch the cells, replay every choice set, write the figures (`--out`) and print the tables."""
+    with contextlib.ExitStack() as stack:
+        fetched = fetch_cells(stack, args)
+        names = [c.name for c in fetched]
+        result: dict[str, object] = {"cells": names, "sizes": {c.name: len(c.real.queries) for c in fetched},
+                                     "singles": {c.name: single_scores(c) for c in fetched}}
+        tunings = loo_tunings()
+        started = time.perf_counter()
+        choices: dict[str, dict[str, dict[str, float]]] = {
+            "hybrid": {_tuning_label(t): {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
+                       for t in tunings}}
+        print(f"  {len(tunings)} settings replayed over {len(names)} cells in {time.perf_counter() - started:.0f}s",
+              file=sys.stderr, flush=True)
+        if args.variants:
+            choices["convex score fusion"] = {str(cfg): {c.name: metrics_of(c.real, [
+                convex_notes(c.real, q, cfg) for q in range(len(c.real.queries))])["all"].ndcg_5 for c in fetched}
+                for cfg in CONVEX}
+            run_variants(fetched, result["singles"], choices)  # type: ignore[arg-type]
+        result["choices"] = choices
+        result["default"] = _tuning_label(SearchTuning())
+        result["proposed"] = _tuning_label(PROPOSED)
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")
+    print_tables([result])
+
+
+def merge_results(results: Sequence[dict]) -> dict:  # type: ignore[type-arg]
+    """Several `loo --out` files (disjoint cells, same code) as one: LOO needs every cell's figures together."""
+    out: dict = {"cells": [], "sizes": {}, "singles": {}, "choices": {},  # type: ignore[type-arg]
+                 "default": results[0]["default"], "proposed": results[0].get("proposed", results[0]["default"])}
+    for r in results:
+        out["cells"] += r["cells"]
+        out["sizes"].update(r["sizes"])
+        out["singles"].update(r["singles"])
+        for choice, settings in r["choices"].items():
+            merged = out["choices"].setdefault(choice, {})
+            for label, per in settings.items():
+                merged.setdefault(label, {}).update(per)
+    for choice, settings in list(out["choices"].items()):  # a choice set measured on only some files is dropped
+        if any(set(per) != set(out["cells"]) for per in settings.values()):
+            del out["choices"][choice]
+    return out
+
+
+REFERENCES = ("best single", "dense")
+"""What the selection rule measures margins against, per cell: the best of the four single lists
+(the issue's bar), or dense alone (the floor fusion must never fall below). Both are printed."""
+
+
+def print_tables(results: Sequence[dict]) -> None:  # type: ignore[type-arg]
+    """The out-of-sample tables of one or several (merged) `loo` results, under each reference."""
+    for reference in REFERENCES:
+        print(f"\n## selection rule: leximin margin over {reference}")
+        _print_tables(merge_results(results), reference)
+
+
+def _print_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
+    names, singles = r["cells"], r["singles"]
+    refs = {n: max(singles[n][s] for s in SINGLES) if reference == "best single" else singles[n]["dense"]
+            for n in names}
+    hybrid = r["choices"]["hybrid"]
+    labels = list(hybrid)
+    scores = {i: hybrid[lab] for i, lab in enumerate(labels)}
+    held = cells.leave_one_out(scores, refs, names)
+    inside = cells.pick(scores, refs, names)
+    default = labels.index(r["default"])
+    proposed = labels.index(r["proposed"])
+    print("\n### nDCG@5 per cell: out of sample (knobs picked on the other cells) beside in sample\n")
+    print("| cell | n | " + " | ".join(SINGLES) + " | hybrid default | proposed | hybrid out of sample | "
+          "hybrid in sample | "
+          f"out of sample − {reference} |")
+    print("|" + "---|" * (len(SINGLES) + 7))
+    for n in names:
+        oos = held[n][1]
+        print(f"| {n} | {r['sizes'][n]} | " + " | ".join(f"{singles[n][s]:.3f}" for s in SINGLES)
+              + f" | {scores[default][n]:.3f} | {scores[proposed][n]:.3f} | {oos:.3f} | {scores[inside][n]:.3f}"
+              + f" | {oos - refs[n]:+.3f} |")
+    print("| mean | | " + " | ".join(f"{statistics.mean(singles[n][s] for n in names):.3f}" for s in SINGLES)
+          + f" | {statistics.mean(scores[default][n] for n in names):.3f}"
+          + f" | {statistics.mean(scores[proposed][n] for n in names):.3f}"
+          + f" | {statistics.mean(held[n][1] for n in names):.3f}"
+          + f" | {statistics.mean(scores[inside][n] for n in names):.3f} | |")
+    print(f"\nin sample (all cells): {labels[inside]}")
+    for n in names:
+        print(f"  held out {n}: {labels[held[n][0]]}")
+    kinds = [k for k in singles[names[0]] if k not in SINGLES]
+    if kinds:
+        print("\n### candidate single lists, nDCG@5 (no knobs), beside the fixed-window lists\n")
+        print("| cell | bm25 (fixed) | dense (fixed) | " + " | ".join(kinds) + " |")
+        print("|" + "---|" * (3 + len(kinds)))
+        for n in names:
+            print(f"| {n} | {singles[n]['bm25 (fixed)']:.3f} | {singles[n]['dense (fixed)']:.3f} | "
+                  + " | ".join(f"{singles[n][k]:.3f}" for k in kinds) + " |")
+    print("\n### every choice set, nDCG@5 out of sample (leave one cell out)\n")
+    print("| choice set | settings | " + " | ".join(names) + f" | mean | worst margin over {reference} |")
+    print("|" + "---|" * (4 + len(names)))
+    for choice, settings in r["choices"].items():
+        labs = list(settings)
+        sc = {i: settings[lab] for i, lab in enumerate(labs)}
+        h = cells.leave_one_out(sc, refs, names)
+        print(f"| {choice} | {len(labs)} | " + " | ".join(f"{h[n][1]:.3f}" for n in names)
+              + f" | {statistics.mean(h[n][1] for n in names):.3f} | {min(h[n][1] - refs[n] for n in names):+.3f} |")
+
+
+def run_loo_table(args: argparse.Namespace) -> None:
+    print_tables([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.files])
+
+
+VARIANT_TUNINGS = tuple(SearchTuning(rrf_k=k, lexical_weight_same=same, feedback_weight=fb)
+                        for k in (5, 10, 20) for same in (1.0, 1.5) for fb in (0.0, 0.25))
+"""The fusion settings each candidate extra list is tried with (weights 0 to 2 on top)."""
+VARIANT_WEIGHTS = (0.0, 0.5, 1.0, 2.0)
+FUSED_CANDIDATES = ("bm25 (note)", "bm25 (section)", "dense (note mean)", "dense (max + note mean)")
+
+
+def run_variants(fetched: list[CellLists], singles: dict[str, dict[str, float]],
+                 choices: dict[str, dict[str, dict[str, float]]]) -> None:
+    """Candidate single lists per cell (into `singles`), and hybrid + each candidate (into `choices`)."""
+    views: dict[int, variants.CorpusView] = {}
+    lists: dict[str, list[dict[str, list[str]]]] = {}
+    started = time.perf_counter()
+    for c in fetched:
+        view = views.get(id(c.searcher)) or views.setdefault(id(c.searcher), variants.load_view(c.searcher))
+
+        def key(note_id: str, c: CellLists = c, view: variants.CorpusView = view) -> str:
+            return c.real.key.get(view.paths[note_id], "") if c.real.key is not None else note_id
+
+        per_query = []
+        for q in c.real.queries:
+            vec = np.asarray(c.searcher.embedder.embed_query(q.query), dtype=np.float32)
+            per_query.append({name: [key(n) for n in ranked]
+                              for name, ranked in variants.variant_lists(q.query, vec, view).items()})
+        lists[c.name] = per_query
+        for k in per_query[0]:
+            singles[c.name][k] = metrics_of(c.real, [row[k] for row in per_query])["all"].ndcg_5
+    print(f"  variant lists in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+    base = {(c.name, ti): [replay_notes(c.real, i, "hybrid", t) for i in range(len(c.real.queries))]
+            for c in fetched for ti, t in enumerate(VARIANT_TUNINGS)}
+    for extra in ("(none)", *FUSED_CANDIDATES):
+        weights = (0.0,) if extra == "(none)" else VARIANT_WEIGHTS
+        settings: dict[str, dict[str, float]] = {}
+        for ti, t in enumerate(VARIANT_TUNINGS):
+            for w in weights:
+                settings[f"{_tuning_label(t)} +{w}"] = {c.name: metrics_of(c.real, [
+                    _add_note_list(base[(c.name, ti)][i], lists[c.name][i].get(extra, []), w, t.rrf_k)
+                    for i in range(len(c.real.queries))])["all"].ndcg_5 for c in fetched}
+        choices[f"hybrid (small grid) + {extra}"] = settings
+
+
+@dataclasses.dataclass(frozen=True)
+class Convex:
+    """Score fusion instead of ranks: alpha x min-max dense cosine + (1 - alpha) x w(c) x BM25 / max BM25."""
+
+    alpha: float
+    same: float
+    other: float
+
+
+def convex_notes(r: Replay, i: int, cfg: Convex) -> list[str]:
+    """Question `i`'s note keys under `cfg`, best chunk per note."""
+    lists = r.lists[i]
+    out: dict[str, _Cand] = {}
+    if lists.dense:
+        hi, lo = lists.dense[0].score, lists.dense[-1].score
+        for p in lists.dense:
+            out[p.id] = _Cand(p.id, cfg.alpha * (p.score - lo) / ((hi - lo) or 1.0), p.payload, "dense")
+    if lists.lexical:
+        top = lists.lexical[0].score or 1.0
+        for p in lists.lexical:
+            lang = str(p.payload.get("lang") or "")
+            w = cfg.other + (cfg.same - cfg.other) * lists.query_langs.get(lang, 1.0 if not lang else 0.0)
+            part = (1 - cfg.alpha) * w * p.score / top
+            if p.id in out:
+                out[p.id].score += part
+            else:
+                out[p.id] = _Cand(p.id, part, p.payload, "lexical")
+    cands = best_per_note(sorted(out.values(), key=lambda c: -c.score))
+    return [r.key.get(str(c.payload.get("path")), "") if r.key is not None else str(c.payload.get("note_id"))
+            for c in cands[:10]]
+
+
+CONVEX = tuple(Convex(a, same, other) for a in (0.3, 0.5, 0.7, 0.85) for same in (0.5, 1.0) for other in (0.25, 1.0))
+
+
+def _add_note_list(scored: Sequence[tuple[str, float]], extra: Sequence[str], weight: float, rrf_k: int) -> list[str]:
+    """Hybrid's note scores plus `weight / (rrf_k + rank)` for each note of `extra`; keys best first."""
+    if weight <= 0 or not extra:
+        return [k for k, _ in scored[:10]]
+    total = dict(scored)
+    for r, k in enumerate(extra, 1):
+        total[k] = total.get(k, 0.0) + weight / (rrf_k + r)
+    return sorted(total, key=lambda k: -total[k])[:10]
+
+
+# ---------------------------------------------------------------------------------------------
 # latency
 # ---------------------------------------------------------------------------------------------
 
@@ -460,6 +752,13 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
                 "kind": "backlink", "scope": "note", "source_id": f"n{target}", "target_id": f"n{note}",
                 "note_id": f"n{note}", "status": "resolved"}))
     store.upsert("edges", edges)
+    # Note points with titles and aliases, so the title/alias list reads an index of realistic size.
+    notes = [PointRecord(f"n{note}", {"note_id": f"n{note}", "path": f"notes/n{note}.md",
+                                      "title": " ".join(vocab[w] for w in rng.choice(len(vocab), 2)),
+                                      "aliases": [vocab[int(rng.integers(len(vocab)))]]})
+             for note in range(n_notes)]
+    for start in range(0, len(notes), 1024):
+        store.upsert("notes", notes[start:start + 1024])
     store.optimize()
     print(f"  built {n_chunks} chunks / {len(edges)} edges in {time.perf_counter() - started:.0f}s", flush=True)
     return store
@@ -475,9 +774,11 @@ def run_latency(args: argparse.Namespace) -> None:
         with tempfile.TemporaryDirectory(prefix="mindnet-bench-") as tmp:
             print(f"  building {size} …", file=sys.stderr, flush=True)
             store = synthetic_store(Path(tmp), size, embedder.dim, vocab)
-            searcher = Searcher(store, embedder, settings)
-            for label, mode, expand in (("dense", "dense", False), ("hybrid", "hybrid", False),
-                                        ("hybrid+expand", "hybrid", True)):
+            plain = Searcher(store, embedder, settings)
+            named = Searcher(store, embedder, settings, tuning=SearchTuning(title_weight=1.0))
+            for label, mode, expand, searcher in (
+                    ("dense", "dense", False, plain), ("hybrid", "hybrid", False, plain),
+                    ("hybrid+expand", "hybrid", True, plain), ("hybrid+title list", "hybrid", False, named)):
                 times, embeds = [], []
                 for i in range(args.queries + 3):
                     q = QUERIES[i % len(QUERIES)] + (f" {i}" if i >= len(QUERIES) else "")
@@ -526,6 +827,14 @@ def main(argv: list[str] | None = None) -> int:
     gr.add_argument("--xquad", action=argparse.BooleanOptionalAction, default=True)
     gr.add_argument("--out", default=None, help="write the whole grid (Markdown) here")
     gr.add_argument("--e5", action="store_true", help="fill the e5 tier and grid the three-list fusion")
+    lo = sub.add_parser("loo", help="every cell, knobs chosen on the other cells (leave one cell out)")
+    lo.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused")
+    lo.add_argument("--cells", default="", help="comma-separated cell name prefixes (all by default)")
+    lo.add_argument("--max-queries", type=int, default=300, help="XQuAD questions per cell (fixed sample)")
+    lo.add_argument("--variants", action="store_true", help="also measure the candidate lists (bench/variants.py)")
+    lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")
+    lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
+    lt.add_argument("files", nargs="+")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
     lat.add_argument("--sizes", default="1000,10000,100000")
     lat.add_argument("--queries", type=int, default=50)
@@ -536,6 +845,10 @@ def main(argv: list[str] | None = None) -> int:
         run_eval(args)
     elif args.command == "grid":
         run_grid(args)
+    elif args.command == "loo":
+        run_loo(args)
+    elif args.command == "loo-table":
+        run_loo_table(args)
     else:
         run_latency(args)
     return 0

@@ -28,7 +28,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("embedding", "e5_fast", "use_fast"),
     ("store",),
     ("points", "quality_tier", "sync"),
-    ("search",),
+    ("titles", "search"),
     ("api",),
     ("lint", "evaluation", "service", "address"),
     ("cli", "client", "server", "mcp", "web"),

@@ -28,6 +28,7 @@ from mindnet.search import (
     SearchTuning,
     _Cand,
     add_feedback,
+    add_title_list,
     best_per_note,
     build_context,
     feedback_query,
@@ -685,3 +686,45 @@ def test_e5_model_is_loaded_once_and_must_match_the_store(e5_store: tuple[Store,
     other = Searcher(store, FakeEmbedder(), settings, quality=FakeEmbedder(dim=16, model_id="other-e5@2"))
     assert other.quality_embedder() is None
     assert all("e5" not in h.via for h in other.search("compost heap", k=5))
+
+
+# -- the title/alias list ---------------------------------------------------------------------------
+
+
+def _note_cand(chunk_id: str, note_id: str, score: float) -> _Cand:
+    return _Cand(chunk_id, score, {"chunk_id": chunk_id, "note_id": note_id}, "dense")
+
+
+def test_the_title_list_lifts_the_named_notes_best_chunk_only() -> None:
+    cands = [_note_cand("a#1", "a", 0.30), _note_cand("b#1", "b", 0.20), _note_cand("b#2", "b", 0.10)]
+    out = {c.chunk_id: c for c in add_title_list(cands, ["b", "missing"], rrf_k=5, weight=1.0)}
+    assert out["b#1"].score == pytest.approx(0.20 + 1 / 6)
+    assert (out["b#2"].score, out["a#1"].score) == (0.10, 0.30)
+    assert out["b#1"].via == "dense+title" and out["b#2"].via == "dense"
+    assert set(out) == {"a#1", "b#1", "b#2"}  # a named note no content list found is not brought in
+    assert cands[1].score == 0.20  # inputs unchanged
+
+
+def test_fuse_adds_the_title_list_only_with_a_weight() -> None:
+    dense = [ScoredPoint("a#1", 0.9, {"chunk_id": "a#1", "note_id": "a", "lang": "en"}),
+             ScoredPoint("b#1", 0.8, {"chunk_id": "b#1", "note_id": "b", "lang": "en"})]
+    lists = CandidateLists(dense, (), {"en": 1.0}, titles=["b"])
+    assert [c.chunk_id for c in fuse("q", lists, SearchTuning(title_weight=0.0))] == ["a#1", "b#1"]
+    assert [c.chunk_id for c in fuse("q", lists, SearchTuning(title_weight=1.0))] == ["b#1", "a#1"]
+
+
+def test_the_searcher_matches_titles_and_aliases_of_the_store(tmp_path: Path) -> None:
+    notes = {"a.md": "---\ntitle: Chunking\naliases: [Chunking-Strategie]\n---\n# Chunking\n\nText splitting.\n",
+             "b.md": "---\ntitle: Notizen\n---\n# Notizen\n\nÜber Notizen.\n"}
+    vault = write_vault(tmp_path / "vault", notes)
+    settings = _settings(tmp_path / "store")
+    store = _open(vault, settings, FakeEmbedder())
+    try:
+        searcher = Searcher(store, FakeEmbedder(), settings, tuning=SearchTuning(title_weight=1.0))
+        by_title = {p.payload["title"]: p.id for p in store.scroll("notes")}
+        assert searcher.title_matches("Wie funktioniert die chunking-strategie?") == [by_title["Chunking"]]
+        assert searcher.title_matches("Chunking von Notizen") == [by_title["Chunking"], by_title["Notizen"]]
+        hits = searcher.search("Wie funktioniert die Chunking-Strategie?", k=2, by_note=True)
+        assert hits[0].note_id == by_title["Chunking"] and "title" in hits[0].via
+    finally:
+        store.close()

@@ -70,6 +70,13 @@ class SearchTuning:
     title_boost: float = 0.0
     """When > 0, a chunk gains `title_boost * share of its note title's words found in the query /
     (rrf_k + 1)`: a title match as a third, small RRF-like signal (hybrid only)."""
+    title_weight: float = 0.0
+    """Weight of a rank in the title/alias list (`mindnet.titles`): the notes one of whose names (title
+    or alias) the query contains as whole words, longest name first; the note's best candidate
+    chunk gains `title_weight / (rrf_k + rank)`. Whatever the query's language: a name is the
+    author's own word for the topic. 0 leaves the list out (hybrid only). Off: `bench/search.py
+    loo` never picks it out of sample (XQuAD gives every paragraph of an article the same title,
+    and on foam-docs en->en it costs 0.007 nDCG@5), though it lifts the README's question."""
     note_sum_weight: float = 0.05
     """With `by_note`, a note scores its best chunk plus this times the sum of its other chunks'
     scores among the candidates: a note matching in several places ranks above a one-off match."""
@@ -158,6 +165,8 @@ class CandidateLists:
     """Language -> probability that the query is in it (configured languages only)."""
     quality: Sequence[ScoredPoint] = ()
     """The `e5` list; empty when the store has no quality tier (fusion is then exactly use + BM25)."""
+    titles: Sequence[str] = ()
+    """Note ids the query names by title or alias, best first (`TitleIndex.matches`)."""
 
 
 def query_languages(query: str, languages: Sequence[str], cache_dir: str | None = None) -> dict[str, float]:
@@ -209,6 +218,8 @@ def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
         for c in cands:
             c.score += scale * title_match(words, str(c.payload.get("note_title", "")))
         cands.sort(key=lambda c: -c.score)
+    if tuning.title_weight > 0 and lists.titles:
+        cands = add_title_list(cands, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight)
     if feedback is not None and tuning.feedback_weight > 0 and tuning.feedback_docs > 0:
         vector = feedback_query(cands[: tuning.feedback_docs], tuning.feedback_terms)
         if vector.indices:
@@ -237,6 +248,26 @@ def feedback_query(top: Sequence[_Cand], terms: int) -> SparseVec:
     heaviest = kept[0][1]
     kept.sort()
     return SparseVec(tuple(i for i, _ in kept), tuple(w / heaviest for _, w in kept))
+
+
+def add_title_list(cands: Sequence[_Cand], notes: Sequence[str], *, rrf_k: int, weight: float) -> list[_Cand]:
+    """The candidates with the title/alias list's RRF terms `weight / (rrf_k + rank)` added.
+
+    The term goes to the named note's best candidate chunk (the one its note is ranked by); a
+    named note with no candidate chunk stays out: the list only reorders what a content list
+    found, so a title alone never brings in a note none of them matched. Inputs are not changed;
+    the result is sorted, best first.
+    """
+    out = [replace(c) for c in sorted(cands, key=lambda c: -c.score)]
+    best: dict[str, _Cand] = {}
+    for c in out:
+        best.setdefault(str(c.payload.get("note_id", "")), c)
+    for rank, note_id in enumerate(notes, 1):
+        c = best.get(note_id)
+        if c is not None:
+            c.score += weight / (rrf_k + rank)
+            c.via = f"{c.via}+title"
+    return sorted(out, key=lambda c: -c.score)
 
 
 def add_feedback(cands: Sequence[_Cand], feedback: Sequence[ScoredPoint], *, rrf_k: int,
@@ -328,6 +359,7 @@ __all__ = [
     "FeedbackSearch",
     "SearchTuning",
     "add_feedback",
+    "add_title_list",
     "best_per_note",
     "feedback_query",
     "fuse",

@@ -29,6 +29,7 @@ from ..errors import MindnetError
 from ..graph import STRUCTURAL_KINDS
 from ..points import DENSE_VECTOR, E5_VECTOR
 from ..store import AnyOf, Equals, Filter, ScoredPoint, SparseVec, Store, lexical_query
+from ..titles import TitleIndex
 from .context import Context, TokenCounter, _EmbedderCounter, _note_ids, build_context, note_fulltexts
 from .filters import SearchFilters
 from .fusion import CandidateLists, FeedbackSearch, SearchTuning, _Cand, best_per_note, fuse, query_languages
@@ -107,6 +108,8 @@ class Searcher:
         self._quality: Embedder | None = quality if isinstance(quality, Embedder) else None
         self._provide: Callable[[], Embedder | None] | None = None if isinstance(quality, Embedder) else quality
         """Still to be asked for the model; None once asked, or when a model was given."""
+        self._titles: tuple[int, TitleIndex] | None = None
+        """The title/alias index and the notes count it was built at (rebuilt when that changes)."""
 
     def quality_embedder(self) -> Embedder | None:
         """The embedder for the store's `e5` vectors, or None when the tier cannot take part.
@@ -129,6 +132,18 @@ class Searcher:
         if q is None or q.model_id != spec.model_id or q.dim != spec.dim:
             return None
         return q
+
+    def title_matches(self, query: str) -> list[str]:
+        """Note ids the query names by title or alias (`TitleIndex`), longest name first.
+
+        The index is read from the notes collection once and again only when the number of notes
+        changed (a resident searcher outlives imports)."""
+        count = self.store.count("notes")
+        if self._titles is None or self._titles[0] != count:
+            names = ((p.id, str(name)) for p in self.store.scroll("notes", fields=["title", "aliases"])
+                     for name in [p.payload.get("title") or "", *(p.payload.get("aliases") or [])])
+            self._titles = (count, TitleIndex(names))
+        return self._titles[1].matches(query)
 
     def _quality_for(self, mode: Mode) -> Embedder | None:
         """The e5 embedder when this search fuses the e5 list: hybrid, Python fusion, weight > 0."""
@@ -189,7 +204,8 @@ class Searcher:
         vector = self.embedder.embed_query(query)
         return CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
                               query_languages(query, self.settings.languages, self.settings.cache_dir),
-                              self._quality_list(query, self._quality_for("hybrid"), pool, flt))
+                              self._quality_list(query, self._quality_for("hybrid"), pool, flt),
+                              self.title_matches(query))
 
     def feedback_search(self, pool: int, flt: Filter | None = None) -> FeedbackSearch:
         """The store query behind `fuse`'s feedback list: BM25 with a weighted term vector, `pool`
@@ -235,7 +251,8 @@ class Searcher:
             return [_cand(p, "dense+lexical") for p in fused]
         lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
                                query_languages(query, self.settings.languages, self.settings.cache_dir),
-                               self._quality_list(query, quality, pool, flt))
+                               self._quality_list(query, quality, pool, flt),
+                               self.title_matches(query) if t.title_weight > 0 else ())
         return fuse(query, lists, t, self.feedback_search(pool, flt))
 
     # -- expansion -------------------------------------------------------------------------------

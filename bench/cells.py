@@ -1,0 +1,207 @@
+"""Leave-one-cell-out evaluation for `bench/search.py loo` (issue 15, Build 1 and 2).
+
+A *cell* is one (question set, direction): foam-docs English and German questions on the
+English vault, the rustbook questions in German and English on the German, the English and a
+mixed vault, XQuAD in all four directions. Every knob of the fusion used to be chosen on the
+same questions it was reported on; here a knob setting is chosen by the selection rule on all
+cells but one and reported on the one left out, for each cell in turn, so every figure in the
+out-of-sample column comes from a choice that never saw its questions.
+
+The selection rule (`pick`): per cell, the margin of hybrid's nDCG@5 over the best single
+baseline of the same cell (BM25 and dense over mindnet's chunks, BM25 and dense over fixed
+300-token windows); settings are ranked leximin on those margins (the worst cell first, then the
+second worst, ...), ties by the mean. No set or category decides alone.
+
+Stores are built once under `--work` and reused (incremental import, embeddings cached in one
+`use-cache.sqlite` shared by every corpus, so the mixed vault costs nothing it did not cost for
+its two halves, and the fixed-window baselines keep their own caches). The mixed vault is a
+folder of copies under `--work` (symlinks out of a vault are not followed by the reader, by
+design), never inside the repo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from mindnet.config import Settings, load_settings
+from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder
+from mindnet.evaluation import (
+    EvalQuery,
+    beir_queries,
+    load_beir,
+    load_vault_queries,
+    opened,
+    opened_fixed,
+    resolve_queries,
+    write_beir_vault,
+)
+from mindnet.search import Searcher
+
+CORPORA = Path("/work/shared/corpora")
+GOLDEN = Path(__file__).parent / "golden"
+MIXED_SEED = 15
+"""Seed of the mixed vault's language draw (issue 15): fixed, so every run sees the same vault."""
+
+
+@dataclasses.dataclass(frozen=True)
+class CellSpec:
+    """One (question set, direction) and where its questions and notes come from."""
+
+    name: str
+    corpus: str
+    """Key of `corpus_paths`."""
+    questions: str
+    """A golden file in bench/golden, or `xquad:<asked>:<searched>` (languages)."""
+    categories: tuple[str, ...] = ()
+    """Only these categories of the golden file (all when empty)."""
+    exclude: tuple[str, ...] = ()
+    """Every category but these."""
+
+
+CELLS: tuple[CellSpec, ...] = (
+    CellSpec("foam en→en", "foam", "foam-docs.jsonl", exclude=("multilingual",)),
+    CellSpec("foam de→en", "foam", "foam-docs.jsonl", categories=("multilingual",)),
+    CellSpec("rust de→de", "rust-de", "rustbook-de.jsonl"),
+    CellSpec("rust de→en", "rust-en", "rustbook-de.jsonl"),
+    CellSpec("rust en→en", "rust-en", "rustbook-en.jsonl"),
+    CellSpec("rust en→de", "rust-de", "rustbook-en.jsonl"),
+    CellSpec("rust de→mixed", "rust-mixed", "rustbook-de.jsonl"),
+    CellSpec("rust en→mixed", "rust-mixed", "rustbook-en.jsonl"),
+    CellSpec("xquad de→de", "xquad-de", "xquad:de:de"),
+    CellSpec("xquad en→en", "xquad-en", "xquad:en:en"),
+    CellSpec("xquad de→en", "xquad-en", "xquad:de:en"),
+    CellSpec("xquad en→de", "xquad-de", "xquad:en:de"),
+)
+"""Every dev cell; `--cells` picks a subset by name prefix."""
+
+
+def mixed_vault(folder: Path, seed: int = MIXED_SEED) -> Path:
+    """Copies of the rustbook chapters, half German and half English, drawn once by `seed`.
+
+    The 112 chapter files share their names across `rustbook-de/src` and `rustbook-en/src`, so a
+    judgement by file name holds in either language. Rewritten only when missing or different.
+    """
+    de, en = CORPORA / "rustbook-de/src", CORPORA / "rustbook-en/src"
+    names = sorted(p.name for p in en.glob("*.md"))
+    german = set(random.Random(seed).sample(names, len(names) // 2))
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        src = (de if name in german else en) / name
+        dst = folder / name
+        text = src.read_bytes()
+        if not dst.is_file() or dst.read_bytes() != text:
+            dst.write_bytes(text)
+    return folder
+
+
+def corpus_paths(work: Path, xquad_n: int | None) -> dict[str, tuple[Path, Path]]:
+    """Corpus key -> (vault folder, store folder); XQuAD vaults are written here as notes."""
+    out = {
+        "foam": (CORPORA / "foam-docs/vault", work / "foam-docs"),
+        "rust-de": (CORPORA / "rustbook-de/src", work / "rustbook-de"),
+        "rust-en": (CORPORA / "rustbook-en/src", work / "rustbook-en"),
+        "rust-mixed": (work / "rustbook-mixed-vault", work / "rustbook-mixed"),
+    }
+    for lang in ("de", "en"):
+        out[f"xquad-{lang}"] = (work / f"xquad-{lang}" / "vault", work / f"xquad-{lang}" / "store")
+    return out
+
+
+@dataclasses.dataclass
+class Fetched:
+    """One cell's questions with the lists of the real store and of the fixed-window baseline."""
+
+    spec: CellSpec
+    structure: object
+    """`search.Replay` over the real store."""
+    fixed: object
+    """`search.Replay` over the fixed-window store."""
+
+
+def open_corpora(stack: contextlib.ExitStack, work: Path, embedder: Embedder, settings: Settings,
+                 needed: set[str], xquad_n: int | None
+                 ) -> dict[str, tuple[Searcher, Searcher, dict[str, str] | None]]:
+    """Import (incrementally) and open every needed corpus: real searcher, baseline searcher, doc key."""
+    paths = corpus_paths(work, xquad_n)
+    out: dict[str, tuple[Searcher, Searcher, dict[str, str] | None]] = {}
+    for name in sorted(needed):
+        vault, store = paths[name]
+        key: dict[str, str] | None = None
+        if name == "rust-mixed":
+            mixed_vault(vault)
+        if name.startswith("xquad-"):
+            key = write_beir_vault(load_beir(CORPORA / "xquad/beir" / name.removeprefix("xquad-")), vault)
+        started = time.perf_counter()
+        s = dataclasses.replace(settings, store_path=str(store))
+        real = stack.enter_context(opened(vault, s, embedder))
+        fixed_folder = store.parent / "baseline-fixed" if name.startswith("xquad-") else store / "baseline-fixed"
+        base = stack.enter_context(opened_fixed(vault, fixed_folder, s, embedder))
+        print(f"  {name}: ready in {time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+        out[name] = (real, base, key)
+    return out
+
+
+def cell_queries(spec: CellSpec, searcher: Searcher, xquad_n: int | None,
+                 limit: Callable[[object, int | None], object]) -> list[EvalQuery]:
+    """The cell's judged questions, keyed as the replay ranks (note id, or BEIR doc id)."""
+    if spec.questions.startswith("xquad:"):
+        _, asked, searched = spec.questions.split(":")
+        root = CORPORA / "xquad/beir"
+        data = load_beir(root / searched, queries_from=None if asked == searched else root / asked)
+        return beir_queries(limit(data, xquad_n))  # type: ignore[arg-type]
+    raw = load_vault_queries(GOLDEN / spec.questions)
+    if spec.categories:
+        raw = [q for q in raw if q.category in spec.categories]
+    if spec.exclude:
+        raw = [q for q in raw if q.category not in spec.exclude]
+    return resolve_queries(raw, searcher.store)
+
+
+# -- the selection rule and leave-one-out ---------------------------------------------------------
+
+
+def leximin_key(margins: Sequence[float], mean: float) -> tuple[float, ...]:
+    """Sort key (smaller is better): the worst margin first, then the next, then the mean."""
+    return (*(-m for m in sorted(margins)), -mean)
+
+
+def pick(scores: dict[int, dict[str, float]], refs: dict[str, float], cells: Sequence[str]) -> int:
+    """The setting (index) the selection rule chooses looking at `cells` only (the first one when none)."""
+    if not cells:
+        return min(scores)
+    def key(i: int) -> tuple[float, ...]:
+        per = scores[i]
+        return leximin_key([per[c] - refs[c] for c in cells], sum(per[c] for c in cells) / len(cells))
+
+    return min(scores, key=key)
+
+
+def leave_one_out(scores: dict[int, dict[str, float]], refs: dict[str, float],
+                  cells: Sequence[str]) -> dict[str, tuple[int, float]]:
+    """Per held-out cell: the setting picked on the other cells, and its figure on the held-out one."""
+    out = {}
+    for held in cells:
+        rest = [c for c in cells if c != held]
+        i = pick(scores, refs, rest)
+        out[held] = (i, scores[i][held])
+    return out
+
+
+def shared_embedder(work: Path) -> CachedEmbedder:
+    """USE with one cache for every corpus: parallel and mixed vaults share most chunk texts."""
+    return CachedEmbedder(UseEmbedder(), EmbeddingCache(work / "use-cache.sqlite"))
+
+
+def base_settings() -> Settings:
+    return load_settings(overrides={"quality_tier": False})
+
+
+
+__all__ = ["CELLS", "CellSpec", "base_settings", "cell_queries", "corpus_paths", "leave_one_out", "mixed_vault",
+           "open_corpora", "pick", "shared_embedder"]

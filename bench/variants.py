@@ -1,0 +1,198 @@
+"""Candidate single lists for `bench/search.py loo --variants` (issue 15, Build 3), computed in the bench.
+
+Each candidate answers "would the list be better if a chunk were represented or scored another
+way?" without re-importing: the chunks (payload and `use` vectors) and notes are read once from
+the real store, and BM25 and cosine are recomputed here in numpy/dicts, per note:
+
+* `bm25 (chunk, b=…)`: BM25 over the same chunk documents (title + section path + text) with
+  another length normalisation: mindnet's chunks are short (median ~90 tokens against BM25's
+  assumed 256), so with b=0.75 a 20-word chunk that repeats the note title wins over the section
+  that explains the topic.
+* `bm25 (note)`: one BM25 document per note (title, aliases, full text): how fixed 300-token
+  windows behave on short documentation notes, with the title counted once.
+* `bm25 (chunk, no title)`: the chunk text alone, to see what the repeated title does.
+* `dense (note mean)`: cosine to the normalised mean of a note's chunk vectors (free: no model call).
+* `dense (max + sum)`: a note scores its best chunk's cosine plus a share of its others'.
+* `title/alias`: notes whose title or an alias occurs in the query, by the share of its words.
+
+The BM25 here reproduces the engine's: Edge's `Bm25` document weights (k=1.2, b, avg_len) and the
+IDF modifier `ln(1 + (N - n + 0.5) / (n + 0.5))` over the documents of the list.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import qdrant_edge as qe
+
+from mindnet.search import Searcher
+from mindnet.store import lexical_query
+from mindnet.titles import TitleIndex
+
+
+def _encoder(lang: str | None, b: float, avg_len: float) -> qe.Bm25:
+    kwargs: dict[str, object] = {"b": b, "avg_len": avg_len}
+    if lang:
+        try:
+            return qe.Bm25(qe.Bm25Config(language=lang, **kwargs))
+        except ValueError:
+            pass
+    return qe.Bm25(qe.Bm25Config(stemmer=qe.DisabledStemmer(), stopwords=qe.StopwordsSet(), **kwargs))
+
+
+class Bm25Index:
+    """BM25 over (key, lang, text) documents, engine-compatible, searched with `lexical_query` terms."""
+
+    def __init__(self, docs: Sequence[tuple[str, str | None, str]], *, b: float = 0.75, avg_len: float = 256.0) -> None:
+        self.keys = [k for k, _, _ in docs]
+        encoders: dict[str | None, qe.Bm25] = {}
+        postings: dict[int, list[tuple[int, float]]] = {}
+        for i, (_, lang, text) in enumerate(docs):
+            enc = encoders.get(lang) or encoders.setdefault(lang, _encoder(lang, b, avg_len))
+            vec = enc.embed_document(text)
+            for index, value in zip(vec.indices, vec.values, strict=True):
+                postings.setdefault(index, []).append((i, value))
+        n = len(docs)
+        self.idf = {t: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in postings.items()}
+        self.postings = postings
+
+    def search(self, query: str, languages: Sequence[str]) -> list[tuple[str, float]]:
+        scores: dict[int, float] = {}
+        for t in lexical_query(query, languages).indices:
+            idf = self.idf.get(t)
+            if idf is None:
+                continue
+            for i, w in self.postings[t]:
+                scores[i] = scores.get(i, 0.0) + idf * w
+        return [(self.keys[i], s) for i, s in sorted(scores.items(), key=lambda kv: -kv[1])]
+
+
+@dataclass
+class CorpusView:
+    """What the variants need of one store: chunks with vectors, notes with titles and aliases."""
+
+    chunk_ids: list[str]
+    chunk_note: list[str]
+    vectors: npt.NDArray[np.float32]
+    note_ids: list[str]
+    note_vectors: npt.NDArray[np.float32]
+    note_of_row: npt.NDArray[np.int64]
+    """Row of `note_ids` for each chunk."""
+    indexes: dict[str, Bm25Index]
+    titles: TitleIndex
+    """Every note's title and aliases (the product's `mindnet.titles` index)."""
+    languages: tuple[str, ...]
+    paths: dict[str, str]
+    """Note id -> vault-relative path (BEIR cells judge by path)."""
+
+
+def load_view(searcher: Searcher) -> CorpusView:
+    store = searcher.store
+    chunks = list(store.scroll("chunks", with_vectors=True))
+    notes = {p.id: p.payload for p in store.scroll("notes", fields=["title", "aliases", "lang", "fulltext", "path"])}
+    ids = [p.id for p in chunks]
+    note_of = [str(p.payload.get("note_id")) for p in chunks]
+    vecs = np.asarray([p.vectors["use"] for p in chunks], dtype=np.float32)
+    note_ids = sorted(set(note_of))
+    row = {n: i for i, n in enumerate(note_ids)}
+    note_of_row = np.asarray([row[n] for n in note_of], dtype=np.int64)
+    sums = np.zeros((len(note_ids), vecs.shape[1]), dtype=np.float32)
+    np.add.at(sums, note_of_row, vecs)
+    sums /= np.maximum(np.linalg.norm(sums, axis=1, keepdims=True), 1e-9)
+
+    def chunk_doc(p: object, title: bool) -> str:
+        pl = p.payload  # type: ignore[attr-defined]
+        parts = [str(pl.get("note_title", "")), str(pl.get("section_path", "")).replace("/", " ")] if title else []
+        return "\n".join([*parts, str(pl.get("text", ""))])
+
+    def aliases(nid: str) -> list[str]:
+        return [str(a) for a in notes.get(nid, {}).get("aliases") or []]
+
+    chunk_docs = [(p.id, p.payload.get("lang"), chunk_doc(p, True)) for p in chunks]
+    note_docs = [(nid, notes.get(nid, {}).get("lang"),
+                  "\n".join([str(notes.get(nid, {}).get("title", "")), *aliases(nid),
+                             str(notes.get(nid, {}).get("fulltext", ""))])) for nid in note_ids]
+    sections: dict[tuple[str, str], list[object]] = {}
+    for p in chunks:
+        top = "/".join(str(p.payload.get("section_path", "/")).split("/")[:2])  # the H2 a chunk is under
+        sections.setdefault((str(p.payload.get("note_id")), top), []).append(p)
+    section_docs = [(f"{nid}\x00{sec}", group[0].payload.get("lang"),  # type: ignore[attr-defined]
+                     "\n".join([str(notes.get(nid, {}).get("title", "")), sec.replace("/", " "),
+                                 *(str(g.payload.get("text", "")) for g in group)]))  # type: ignore[attr-defined]
+                    for (nid, sec), group in sections.items()]
+    with_aliases = [(p.id, p.payload.get("lang"),
+                     "\n".join([*aliases(str(p.payload.get("note_id"))), chunk_doc(p, True)])) for p in chunks]
+    indexes = {
+        "chunk b=0.75": Bm25Index(chunk_docs),
+        "chunk + aliases": Bm25Index(with_aliases),
+        "section": Bm25Index(section_docs),
+        "chunk b=0.3": Bm25Index(chunk_docs, b=0.3),
+        "chunk no title": Bm25Index([(p.id, p.payload.get("lang"), chunk_doc(p, False)) for p in chunks]),
+        "note": Bm25Index(note_docs, avg_len=float(np.mean([len(d[2].split()) for d in note_docs]) or 1.0)),
+    }
+    titles = TitleIndex((nid, name) for nid in note_ids
+                        for name in [str(notes.get(nid, {}).get("title", "")), *aliases(nid)])
+    return CorpusView(ids, note_of, vecs, note_ids, sums, note_of_row, indexes, titles,
+                      tuple(searcher.settings.languages), {n: str(notes.get(n, {}).get("path", "")) for n in note_ids})
+
+
+def notes_from_chunks(ranked: Iterable[tuple[str, float]], note_of: Mapping[str, str],
+                      sum_weight: float = 0.0) -> list[str]:
+    """Note ids by best chunk score (+ `sum_weight` x the others'), best first."""
+    best: dict[str, float] = {}
+    rest: dict[str, float] = {}
+    for cid, s in ranked:
+        n = note_of[cid]
+        if n in best:
+            rest[n] = rest.get(n, 0.0) + s
+        else:
+            best[n] = s
+    return sorted(best, key=lambda n: -(best[n] + sum_weight * rest.get(n, 0.0)))
+
+
+def title_list(query: str, view: CorpusView) -> list[str]:
+    """Notes whose title or an alias occurs in the query as whole words, longest name first."""
+    return view.titles.matches(query)
+
+
+def variant_lists(query: str, qvec: npt.NDArray[np.float32], view: CorpusView) -> dict[str, list[str]]:
+    """Every candidate single list for one query, as note ids best first (top 50)."""
+    note_of = dict(zip(view.chunk_ids, view.chunk_note, strict=True))
+    out: dict[str, list[str]] = {}
+    for name, index in view.indexes.items():
+        hits = index.search(query, view.languages)
+        if name == "note":
+            ranked_notes = [k for k, _ in hits]
+        elif name == "section":
+            ranked_notes = list(dict.fromkeys(k.split("\x00")[0] for k, _ in hits))
+        else:
+            ranked_notes = notes_from_chunks(hits, note_of)
+        out[f"bm25 ({name})"] = ranked_notes[:50]
+    cos = view.vectors @ qvec
+    order = np.argsort(-cos)[:400]
+    ranked = [(view.chunk_ids[i], float(cos[i])) for i in order]
+    out["dense (chunk max)"] = notes_from_chunks(ranked, note_of)[:50]
+    out["dense (max + 0.1 sum)"] = notes_from_chunks(ranked[:150], note_of, 0.1)[:50]
+    ncos = view.note_vectors @ qvec
+    out["dense (note mean)"] = [view.note_ids[i] for i in np.argsort(-ncos)[:50]]
+    best = np.full(len(view.note_ids), -1.0, dtype=np.float32)
+    np.maximum.at(best, view.note_of_row, cos)
+    out["dense (max + note mean)"] = [view.note_ids[i] for i in np.argsort(-(best + ncos))[:50]]
+    out["title/alias"] = title_list(query, view)
+    return out
+
+
+def rrf_notes(lists: Sequence[tuple[Sequence[str], float]], k: int) -> list[str]:
+    """Weighted RRF over note lists."""
+    scores: dict[str, float] = {}
+    for ranked, w in lists:
+        for r, n in enumerate(ranked, 1):
+            scores[n] = scores.get(n, 0.0) + w / (k + r)
+    return sorted(scores, key=lambda n: -scores[n])
+
+
+__all__ = ["Bm25Index", "CorpusView", "load_view", "notes_from_chunks", "rrf_notes", "title_list", "variant_lists"]
