@@ -32,7 +32,7 @@ from .chunking.pipeline import check_settings, chunk_note
 from .chunking.tokens import default_tokenizer
 from .config import Settings, load_settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from .errors import MindnetError, NoteError, NotFoundError
+from .errors import MindnetError, NoteError, NotFoundError, VaultNotFoundError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
 from .markdown import parse_blocks
@@ -61,6 +61,8 @@ class Vault:
 
     def __init__(self, root: str | Path, settings: Settings | None = None) -> None:
         self.root = Path(root).expanduser()
+        if not self.root.is_dir():  # before anything reads settings or opens a store beside it
+            raise VaultNotFoundError(str(self.root))
         self.settings = settings or load_settings(self.root)
         check_settings(self.settings)
 
@@ -331,7 +333,7 @@ class Index:
         """
         self._searcher = None
         if not self.vault.root.is_dir():
-            raise NoteError(str(self.vault.root), "vault folder not found")
+            raise VaultNotFoundError(str(self.vault.root))
         with self._writing():
             summary = import_vault(
                 self.vault.root, self.settings, store=self.store(), embedder=self.embedder,

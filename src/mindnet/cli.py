@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
+import traceback
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from . import MindnetError, NoteError, Settings, load_settings
+from . import InputError, MindnetError, NoteError, Settings, load_settings
 
 if TYPE_CHECKING:
     pass
@@ -43,7 +45,12 @@ GroupOpt = Annotated[str | None, typer.Option("--separator-group", help="recursi
 SepsOpt = Annotated[str | None, typer.Option("--separators", help='recursive: JSON list of regexes.')]
 
 
-@app.callback()
+DEBUG_FLAG = "--debug"
+"""Accepted anywhere on a command line (like MINDNET_DEBUG=1): show the traceback of an error."""
+
+
+@app.callback(epilog="Exit codes: 0 ok, 1 notes skipped or lint findings, 2 the command could not run. "
+              "Add --debug (or set MINDNET_DEBUG=1) to see the traceback of an error.")
 def _root() -> None:
     """mindnet: your Markdown vault as a searchable knowledge network."""
 
@@ -560,9 +567,9 @@ def lint(
     raise typer.Exit(run.exit_code)
 
 
-def main() -> None:
-    """`mindnet` entry point."""
-    _run(app)
+def main(argv: list[str] | None = None) -> None:
+    """`mindnet` entry point; `argv` (without the program name) for tests and embedding programs."""
+    _run(app, "mindnet", argv)
 
 
 # --- mindnet-chunk (R24) -------------------------------------------------------------------------
@@ -626,14 +633,65 @@ def _emit(chunks: list[Any]) -> None:
         write(json.dumps(chunk_payload(c), ensure_ascii=False) + "\n")
 
 
-def chunk_main() -> None:
+def chunk_main(argv: list[str] | None = None) -> None:
     """`mindnet-chunk` entry point."""
-    _run(chunk_app)
+    _run(chunk_app, "mindnet-chunk", argv)
 
 
-def _run(application: typer.Typer) -> None:
+def _run(application: typer.Typer, prog: str, argv: list[str] | None = None) -> None:
+    """Run a command; whatever goes wrong ends as one stderr line and exit code 2 (1 is the command's own).
+
+    `--debug` anywhere on the line (or MINDNET_DEBUG=1) adds the traceback above that line.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in args or os.environ.get("MINDNET_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}
+    args = [a for a in args if a != DEBUG_FLAG]
     try:
-        application()
-    except MindnetError as exc:
-        _say(f"mindnet: {exc}")
-        sys.exit(2)
+        code = application(args=args, prog_name=prog, standalone_mode=False)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the one place where every error becomes a line
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `mindnet`: the help is the answer
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(2)
+        if debug:
+            traceback.print_exception(exc)
+        _say(error_line(exc, debug))
+        sys.exit(_exit_code(exc))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def error_line(exc: BaseException, debug: bool = False) -> str:
+    """`path:line: error: reason` for a bad user file, else `error: reason`, one line, never a traceback."""
+    if isinstance(exc, InputError):
+        where = f"{exc.path}:{exc.line}" if exc.line is not None else exc.path
+        return f"{where}: error: {_flat(exc.reason)}"
+    if isinstance(exc, MindnetError):
+        return f"error: {_flat(str(exc))}"
+    if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # a usage error of the option parser
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        return f"error: {_flat(exc.format_message())}{hint}"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"error: {where}{exc.strerror}"
+    if isinstance(exc, typer.Abort):
+        return "error: aborted"
+    if isinstance(exc, KeyboardInterrupt):
+        return "error: interrupted"
+    if isinstance(exc, MemoryError):
+        return "error: out of memory"
+    more = "" if debug else f"; run again with {DEBUG_FLAG} for the traceback"
+    return f"error: internal error: {type(exc).__name__}: {_flat(str(exc))}{more}"
+
+
+def _exit_code(exc: BaseException) -> int:
+    if isinstance(exc, KeyboardInterrupt):
+        return 130
+    code = getattr(exc, "exit_code", None)
+    return code if isinstance(code, int) and not isinstance(exc, MindnetError) and code > 0 else 2
+
+
+def _flat(text: str) -> str:
+    """A message on one line: editors and CI read stderr line by line."""
+    return " ".join(text.split()) or "(no message)"

@@ -233,24 +233,42 @@ def _build(raw: dict[str, Any], source: str) -> Settings:
             raise ConfigError(f"{source}: unknown setting {name!r}")
         values[name] = _coerce(name, value, _FIELD_KINDS.get(name, str), source)
     profiles = dict(DEFAULT_PROFILES)
-    for type_name, spec in (raw.get("profiles") or {}).items():
+    for type_name, spec in _table(raw.get("profiles"), "profiles", source).items():
+        spec = _table(spec, f"profiles.{type_name}", source)
         profiles[type_name] = _profile(type_name, spec, profiles.get(type_name, DEFAULT_PROFILES["default"]), source)
     values["profiles"] = profiles
     if "recursive" in raw:
-        values["recursive"] = _recursive(raw["recursive"], RecursiveSettings(), source)
+        values["recursive"] = _recursive(_table(raw["recursive"], "recursive", source), RecursiveSettings(), source)
     by_type: dict[str, RecursiveSettings] = {}
     strategies: dict[str, str] = {}
-    for type_name, spec in (raw.get("types") or {}).items():
+    for type_name, spec in _table(raw.get("types"), "types", source).items():
+        spec = _table(spec, f"types.{type_name}", source)
         if "strategy" in spec:
-            strategies[type_name] = str(spec["strategy"])
+            strategies[type_name] = _strategy(spec["strategy"], f"types.{type_name}.strategy", source)
         if "recursive" in spec:
-            by_type[type_name] = _recursive(spec["recursive"], values.get("recursive", RecursiveSettings()), source)
+            table = _table(spec["recursive"], f"types.{type_name}.recursive", source)
+            by_type[type_name] = _recursive(table, values.get("recursive", RecursiveSettings()), source)
     values["recursive_by_type"] = by_type
     values["strategy_by_type"] = strategies
     settings = Settings(**values)
-    if settings.strategy not in ("structure", "recursive"):
-        raise ConfigError(f"{source}: strategy must be 'structure' or 'recursive', not {settings.strategy!r}")
+    _strategy(settings.strategy, "strategy", source)
     return settings
+
+
+def _table(value: Any, key: str, source: str) -> Mapping[str, Any]:
+    """A TOML table (absent: empty); `profiles = 3` names the key instead of failing deep inside."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{source}: {key!r} must be a table ([{key}]), not {value!r}")
+    return value
+
+
+def _strategy(value: Any, key: str, source: str) -> str:
+    if value not in ("structure", "recursive"):
+        what = "strategy" if key == "strategy" else key
+        raise ConfigError(f"{source}: {what} must be 'structure' or 'recursive', not {value!r}")
+    return str(value)
 
 
 def _profile(name: str, spec: Mapping[str, Any], base: Profile, source: str) -> Profile:

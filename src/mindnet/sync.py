@@ -34,7 +34,7 @@ from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, chunk_parsed, parse
 from .chunking.tokens import default_tokenizer
 from .config import Settings, store_dir
 from .embedding import Embedder
-from .errors import NoteError, StoreError
+from .errors import StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Link, Resolver
 from .note_cache import NoteCache
@@ -236,7 +236,7 @@ def import_vault(
     """
     started = time.perf_counter()
     if not vault.is_dir():
-        raise NoteError(str(vault), "vault folder not found")
+        raise VaultNotFoundError(str(vault))
     summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or _silent, notes_cache)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
