@@ -66,29 +66,18 @@ def settings_for(
     separators: str | None = None,
     **flags: Any,
 ) -> Settings:
-    """Settings from the four layers (R26); recursive flags override the configured recursive table."""
+    """Settings from the four layers (R26): flags are the top layer, recursive flags included."""
     overrides = {k: v for k, v in flags.items() if v is not None}
     if store is not None:
         overrides["store_path"] = str(store)
     if strategy is not None:
         overrides["strategy"] = strategy
+    recursive = {"max_chunk_size": max_chunk_size, "separator_group": separator_group, "separators": separators}
+    overrides["recursive"] = {k: v for k, v in recursive.items() if v is not None}
     settings = load_settings(vault, config, overrides=overrides)
-    if max_chunk_size is None and separator_group is None and separators is None:
-        return settings
-    recursive = settings.recursive
-    if max_chunk_size is not None:
-        recursive = dataclasses.replace(recursive, max_chunk_size=max_chunk_size)
-    if separators is not None:
-        try:
-            parsed = json.loads(separators)
-        except json.JSONDecodeError as exc:
-            raise MindnetError(f"--separators must be a JSON list of regular expressions: {exc}") from None
-        if not isinstance(parsed, list):
-            raise MindnetError("--separators must be a JSON list of regular expressions")
-        recursive = dataclasses.replace(recursive, separators=tuple(parsed), separator_group=separator_group)
-    elif separator_group is not None:
-        recursive = dataclasses.replace(recursive, separator_group=separator_group, separators=None)
-    return dataclasses.replace(settings, recursive=recursive, recursive_by_type={})
+    for notice in settings.notices:
+        _say(f"warning: {notice}")
+    return settings
 
 
 def _remote(vault: Path, settings: Settings) -> Any:
