@@ -143,7 +143,9 @@ def import_(
     config: ConfigOpt = None,
     full: Annotated[bool, typer.Option("--full", help="Rebuild the store from scratch.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Missing required fields are errors.")] = False,
+    strict: Annotated[
+        bool | None, typer.Option("--strict/--no-strict", help="Missing required fields are errors (or not).")
+    ] = None,
     strategy: StrategyOpt = None,
     max_chunk_size: MaxSizeOpt = None,
     separator_group: GroupOpt = None,
@@ -157,8 +159,7 @@ def import_(
     """Import a vault into its store; only what changed is chunked, embedded and written."""
     settings = settings_for(
         vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
-        separator_group=separator_group, separators=separators, strict=strict or None,
-        quality_tier=quality_tier,
+        separator_group=separator_group, separators=separators, strict=strict, quality_tier=quality_tier,
     )
     remote = _remote(vault, settings)
     if remote is not None:
@@ -316,7 +317,7 @@ def search(
     config: ConfigOpt = None,
     k: Annotated[int, typer.Option("--k", help="How many results.")] = 10,
     mode: ModeOpt = "hybrid",
-    expand: Annotated[bool, typer.Option("--expand", help="Add neighbour and linked chunks.")] = False,
+    expand: Annotated[bool, typer.Option("--expand/--no-expand", help="Add neighbour and linked chunks.")] = False,
     by_note: Annotated[bool, typer.Option("--by-note", help="One result per note.")] = False,
     types: TypeOpt = None, tags: TagOpt = None, area: AreaOpt = None, project: ProjectOpt = None,
     lang: LangOpt = None, path: PathOpt = None, note: NoteOpt = None, date_from: FromOpt = None,
@@ -359,7 +360,9 @@ def context(
     budget: Annotated[int, typer.Option("--budget", help="Token budget of the context.")] = 2000,
     k: Annotated[int, typer.Option("--k", help="Hits to draw from.")] = 12,
     mode: ModeOpt = "hybrid",
-    expand: Annotated[bool, typer.Option("--expand", help="Add neighbour and linked chunks.")] = True,
+    expand: Annotated[
+        bool, typer.Option("--expand/--no-expand", help="Add neighbour and linked chunks (--no-expand: hits only).")
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """A token-budgeted context for an LLM prompt, with citations (R23)."""
@@ -384,8 +387,11 @@ def eval_(
     beir_queries: Annotated[
         Path | None, typer.Option("--beir-queries", help="Ask this BEIR folder's questions (cross-lingual).")
     ] = None,
-    qrels: Annotated[str, typer.Option("--qrels", help="BEIR qrels file name.")] = "qrels.tsv",
-    store: StoreOpt = None,
+    qrels: Annotated[str | None, typer.Option("--qrels", help="BEIR qrels file name (default qrels.tsv).")] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="Store folder (default VAULT/.mindnet); with --beir a work folder, kept."),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -394,13 +400,17 @@ def eval_(
 
     if (beir is None) == (vault is None) or (vault is not None and queries is None):
         raise MindnetError("give either --beir FOLDER, or --vault VAULT with --queries FILE")
-    settings = settings_for(vault, config, store=store)
+    if beir is None and (qrels is not None or beir_queries is not None):
+        raise MindnetError("--qrels and --beir-queries go with --beir")
+    if beir is not None and queries is not None:
+        raise MindnetError("--queries goes with --vault; a BEIR folder brings its own queries")
     if beir is not None:
+        settings = settings_for(None, config)
         name = f"{beir_queries.name}->{beir.name}" if beir_queries else beir.name
-        reports = evaluate_beir(
-            load_beir(beir, qrels_file=qrels, queries_from=beir_queries), settings, dataset=name
-        )
+        data = load_beir(beir, qrels_file=qrels or "qrels.tsv", queries_from=beir_queries)
+        reports = evaluate_beir(data, settings, dataset=name, work_dir=store)
     else:
+        settings = settings_for(vault, config, store=store)
         reports = evaluate_vault(vault, queries, settings, dataset=vault.name)  # type: ignore[arg-type]
     if as_json:
         _print_json([dataclasses.asdict(r) for r in reports])
@@ -529,7 +539,9 @@ def lint(
         Path | None, typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian).")
     ] = None,
     config: ConfigOpt = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Missing fields are errors; any finding fails.")] = False,
+    strict: Annotated[
+        bool | None, typer.Option("--strict/--no-strict", help="Missing fields are errors; any finding fails.")
+    ] = None,
     output_format: Annotated[str, typer.Option("--format", help="text, json or github.")] = "text",
     select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes or prefixes.")] = None,
     ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes/prefixes.")] = None,
@@ -542,7 +554,7 @@ def lint(
     if output_format not in LINT_FORMATS:
         raise MindnetError(f"--format must be one of {', '.join(LINT_FORMATS)}, not {output_format!r}")
     run = run_lint(
-        paths or [], vault, lambda root: settings_for(root, config, strict=strict or None),
+        paths or [], vault, lambda root: settings_for(root, config, strict=strict),
         parse_codes(select), parse_codes(ignore), fix=fix, use_cache=not no_cache,
     )
     for summary in run.fixes:
