@@ -233,12 +233,15 @@ def status(
     else:
         with _index(vault, settings) as index:
             info = index.status().as_dict()
+    if info.get("written_elsewhere"):
+        _say(f"warning: this store was last written on {info['written_by']}, not on this machine; a store synced "
+             "between machines can be corrupted by two writers (keep it outside the synced folder: --store)")
     if as_json:
         _print_json(info)
         return
     table = Table(show_header=False, title="mindnet status")
-    for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store"):
-        table.add_row(key, str(info[key]))
+    for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store", "written_by"):
+        table.add_row(key, str(info.get(key)))
     if "server" in info:
         resident = info["resident"]
         table.add_row("server", f"{info['server']['url']} (pid {info['server']['pid']})")

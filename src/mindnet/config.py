@@ -9,9 +9,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +157,44 @@ def store_dir(vault: str | Path, settings: Settings) -> Path:
     server's address in this folder before it loads anything heavy.
     """
     return Path(settings.store_path) if settings.store_path else Path(vault) / ".mindnet"
+
+
+STORE_GITIGNORE = "# written by mindnet: the store and its caches are rebuilt by `mindnet import`, never versioned\n*\n"
+WRITER_FILE = "writer.json"
+
+
+def prepare_store_dir(folder: Path) -> Path:
+    """Create a store folder with its own `.gitignore` (`*`), as `.venv` and `.pytest_cache` do.
+
+    A vault kept in git would otherwise commit the live Qdrant store and its caches on the next
+    `git add .`. The file is written where mindnet creates the folder, and in any `.mindnet` folder
+    (the default place, always mindnet's own); a folder a user chose and filled is left alone.
+    """
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if (created or folder.name == ".mindnet") and not ignore.exists():
+        tmp = folder / f".gitignore.{os.getpid()}.tmp"
+        tmp.write_text(STORE_GITIGNORE, encoding="utf-8")
+        os.replace(tmp, ignore)
+    return folder
+
+
+def record_writer(folder: Path) -> None:
+    """Note which machine wrote the store last, so a copy synced to another machine can say so."""
+    record = {"host": socket.gethostname(), "pid": os.getpid(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    tmp = folder / f"{WRITER_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / WRITER_FILE)
+
+
+def last_writer(folder: Path) -> dict[str, Any] | None:
+    """The record `record_writer` left (host, pid, at), or None for a store never written (or unreadable)."""
+    try:
+        record = json.loads((folder / WRITER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("host"), str) else None
 
 
 def load_settings(

@@ -32,7 +32,7 @@ from . import store as store_module
 from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, chunk_parsed, parse
 from .chunking.tokens import default_tokenizer
-from .config import Settings, store_dir
+from .config import Settings, prepare_store_dir, store_dir
 from .embedding import Embedder
 from .errors import StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
@@ -149,7 +149,7 @@ class ImportLock:
         """Take the lock, or raise `StoreError` naming the process that holds it."""
         if self._fd is not None:
             raise StoreError(f"the import lock on {self.folder} is already held by this process")
-        self.folder.mkdir(parents=True, exist_ok=True)
+        prepare_store_dir(self.folder)
         fd = os.open(self.folder / "import.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
