@@ -22,11 +22,11 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import store as store_module
 from .chunking.base import Chunk
@@ -259,7 +259,11 @@ def _run(
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     schema = StoreSchema(vectors=(VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim),))
-    if full and not dry_run:
+    if dry_run:
+        # A dry run writes nothing, not even the collections of a store that was never imported.
+        if full or not store.check(schema):
+            store = cast(Store, _NothingStored())
+    elif full:
         store.reset(schema)
     else:
         store.ensure(schema)
@@ -342,6 +346,19 @@ def _run(
     journal.clear()
     summary.edges = store.count("edges")
     return summary
+
+
+class _NothingStored:
+    """The reads of an import against a store that holds nothing yet (a dry run, or `--full --dry-run`)."""
+
+    def facet(self, collection: str, key: str) -> dict[str, int]:
+        return {}
+
+    def scroll(self, collection: str, flt: Filter | None = None, **options: Any) -> Iterator[Any]:
+        return iter(())
+
+    def count(self, collection: str, flt: Filter | None = None) -> int:
+        return 0
 
 
 class StoredEdges:

@@ -100,6 +100,18 @@ class Store(ABC):
                         self._add_dense(name, vec_name, dim)
             self._index(name, KEYWORD_INDEXES.get(name, ()), TEXT_INDEXES.get(name, ()))
 
+    def check(self, schema: StoreSchema) -> bool:
+        """What `ensure` checks, writing nothing (`import --dry-run`): False for a store never written.
+
+        Raises:
+            StoreError: the recorded schema differs (another model, chunking or schema version).
+        """
+        stored = self._read_meta()
+        if stored is None:
+            return False
+        _check_schema(stored, schema, self.describe())
+        return True
+
     def reset(self, schema: StoreSchema) -> None:
         """Drop every collection and the meta record, then `ensure(schema)`: the `--full` path."""
         for name in COLLECTIONS:
