@@ -193,6 +193,8 @@ COMMANDS: dict[str, list[str]] = {
     "migrate": ["migrate", "--to", ":memory:", "--vault", "{v}"],
     "summary": ["summary", "{v}"],
     "lint": ["lint", "{v}"],
+    "serve": ["serve", "{v}", "--port", "0", "--no-watch", "--no-e5"],
+    "watch": ["watch", "{v}"],
 }
 
 
