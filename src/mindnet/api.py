@@ -22,7 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -322,10 +322,14 @@ class Index:
         return self._notes_cache
 
     @contextmanager
-    def _writing(self) -> Iterator[None]:
+    def _writing(self, *, lease: bool = True) -> Iterator[None]:
         """The import lock around one writing operation (R21), taken before the store opens so a
-        second importer hears who holds it instead of failing on the store itself."""
-        with self._lock:
+        second importer hears who holds it instead of failing on the store itself.
+
+        The lock is a file in the local store folder, which an importer on another machine never
+        sees; a server store adds its own import lease, a record in the server (`store.lease()`).
+        """
+        with self._lock, (self.store().lease() if lease else nullcontext()):
             yield
 
     # -- operations -------------------------------------------------------------------------------
@@ -343,7 +347,7 @@ class Index:
         self._searcher = None
         if not self.vault.root.is_dir():
             raise VaultNotFoundError(str(self.vault.root))
-        with self._writing():
+        with self._writing(lease=not dry_run):  # a dry run writes nothing to the server, not even a lease
             summary = import_vault(
                 self.vault.root, self.settings, store=self.store(), embedder=self.embedder,
                 notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,

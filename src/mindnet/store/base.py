@@ -6,8 +6,10 @@ Both adapters share the schema check, the vector splitting and the mapping of en
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from ..errors import StoreError
@@ -131,6 +133,11 @@ class Store(ABC):
             chunking_hash=raw["chunking_hash"],
             schema_version=raw["schema_version"],
         )
+
+    def lease(self) -> AbstractContextManager[Any]:
+        """The store's own import lease, for stores shared between machines; the embedded store's
+        folder lock (`sync.ImportLock`) already excludes every other writer, so nothing here."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def optimize(self) -> None:
