@@ -162,7 +162,7 @@ def test_bad_config_is_one_line_exit_2(
     code, out, err = invoke(monkeypatch, capsys, cli.main, "import", str(vault))
     assert code == 2 and out == ""
     message = "strategy must be 'structure' or 'recursive', not 'semantic'"
-    assert err.strip() == f"mindnet: {vault / 'mindnet.toml'}: {message}"
+    assert err.strip() == f"error: {vault / 'mindnet.toml'}: {message}"
 
 
 def test_search_context_and_eval_commands(
@@ -212,7 +212,7 @@ def test_import_of_a_missing_folder_creates_nothing(
     missing = tmp_path / "no-such-vault"
     code, out, err = invoke(monkeypatch, capsys, cli.main, "import", str(missing))
     assert code == 2 and out == ""
-    assert err.strip() == f"mindnet: {missing}: vault folder not found"
+    assert err.strip() == f"error: vault not found: {missing}"
     assert not missing.exists()
 
 

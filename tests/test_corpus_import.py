@@ -10,17 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from conftest import corpus
 from mindnet.api import Index
 from mindnet.config import Settings
 from mindnet.sync import open_store
-
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("folder", "notes"), [("foam-docs/vault", 86), ("rustbook-de/src", 112), ("xquad/vault", 96)])
 def test_corpus_imports_and_reimports_as_a_no_op(tmp_path: Path, folder: str, notes: int) -> None:
-    vault = CORPORA / folder
+    vault = corpus(folder)
     settings = Settings(store_path=str(tmp_path / "store"))
     with Index(vault, settings) as index:
         first = index.import_vault()

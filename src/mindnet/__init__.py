@@ -27,9 +27,9 @@ _EXPORTS: dict[str, str] = {
     "MAX_GRAPH_DEPTH": "api", "vault_relative": "api",
     "Hit": "search", "Context": "search", "Citation": "search", "SearchFilters": "search", "MODES": "search",
     # settings and errors
-    "Settings": "config", "load_settings": "config", "store_dir": "config",
-    "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors",
-    "ChunkingError": "errors", "StoreError": "errors", "NotFoundError": "errors",
+    "Settings": "config", "load_settings": "config", "store_dir": "config", "prepare_store_dir": "config",
+    "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors", "InputError": "errors",
+    "ChunkingError": "errors", "StoreError": "errors", "NotFoundError": "errors", "VaultNotFoundError": "errors",
     # the resident server (serve, watch, mcp) and how clients find it
     "Resident": "service", "ServerAddress": "address", "find_server": "address", "read_address": "address",
     "write_address": "address", "remove_address": "address", "socket_path": "address",
@@ -56,6 +56,7 @@ __all__ = [
     "ImportSummary",
     "Index",
     "IndexStatus",
+    "InputError",
     "LintRun",
     "MindnetError",
     "NotFoundError",
@@ -69,6 +70,7 @@ __all__ = [
     "Settings",
     "StoreError",
     "Vault",
+    "VaultNotFoundError",
     "VaultResult",
     "chunk_note",
     "chunk_payload",
@@ -83,6 +85,7 @@ __all__ = [
     "load_settings",
     "note_from_text",
     "parse_codes",
+    "prepare_store_dir",
     "read_address",
     "read_vault",
     "remove_address",
@@ -112,8 +115,17 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from .api import GRAPH_VIEWS, MAX_GRAPH_DEPTH, Index, IndexStatus, Vault, note_from_text, vault_relative
     from .chunking.base import Chunk
     from .chunking.pipeline import chunk_note
-    from .config import Settings, load_settings, store_dir
-    from .errors import ChunkingError, ConfigError, MindnetError, NoteError, NotFoundError, StoreError
+    from .config import Settings, load_settings, prepare_store_dir, store_dir
+    from .errors import (
+        ChunkingError,
+        ConfigError,
+        InputError,
+        MindnetError,
+        NoteError,
+        NotFoundError,
+        StoreError,
+        VaultNotFoundError,
+    )
     from .evaluation import evaluate_beir, evaluate_vault, format_table, load_beir
     from .lint import FORMATS as LINT_FORMATS
     from .lint import LintRun, format_findings, parse_codes, run_lint

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import difflib
 import re
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -30,9 +31,9 @@ from typing import Any, cast
 from .chunking.base import Chunk
 from .chunking.pipeline import check_settings, chunk_note
 from .chunking.tokens import default_tokenizer
-from .config import Settings, load_settings
+from .config import Settings, last_writer, load_settings, prepare_store_dir, record_writer
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from .errors import MindnetError, NoteError, NotFoundError
+from .errors import MindnetError, NoteError, NotFoundError, VaultNotFoundError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
 from .markdown import parse_blocks
@@ -61,6 +62,8 @@ class Vault:
 
     def __init__(self, root: str | Path, settings: Settings | None = None) -> None:
         self.root = Path(root).expanduser()
+        if not self.root.is_dir():  # before anything reads settings or opens a store beside it
+            raise VaultNotFoundError(str(self.root))
         self.settings = settings or load_settings(self.root)
         check_settings(self.settings)
 
@@ -221,12 +224,20 @@ class IndexStatus:
     quality_tier: str
     """How far the e5 tier is, in words."""
     store: str
+    written_by: str | None = None
+    """Host that imported into this store folder last; None before the first import."""
+
+    @property
+    def written_elsewhere(self) -> bool:
+        """The store folder was last written on another machine (a synced or copied vault)."""
+        return self.written_by is not None and self.written_by != socket.gethostname()
 
     def as_dict(self) -> dict[str, Any]:
         """The `--json` shape (the keys `mindnet status --json` always printed)."""
         return {
             "quality_tier": self.quality_tier, "notes": self.notes, "chunks": self.chunks, "edges": self.edges,
             "model": self.model, "dim": self.dim, "vectors": self.vectors, "store": self.store,
+            "written_by": self.written_by, "written_elsewhere": self.written_elsewhere,
         }
 
 
@@ -302,19 +313,23 @@ class Index:
 
     def _embedding_cache(self) -> EmbeddingCache:
         if self._cache is None:
-            self._cache = EmbeddingCache(self.folder / "embeddings.sqlite")
+            self._cache = EmbeddingCache(prepare_store_dir(self.folder) / "embeddings.sqlite")
         return self._cache
 
     def _notes(self) -> NoteCache:
         if self._notes_cache is None:
-            self._notes_cache = NoteCache(self.folder / NOTES_CACHE, self.settings)
+            self._notes_cache = NoteCache(prepare_store_dir(self.folder) / NOTES_CACHE, self.settings)
         return self._notes_cache
 
     @contextmanager
-    def _writing(self) -> Iterator[None]:
+    def _writing(self, *, lease: bool = True) -> Iterator[None]:
         """The import lock around one writing operation (R21), taken before the store opens so a
-        second importer hears who holds it instead of failing on the store itself."""
-        with self._lock:
+        second importer hears who holds it instead of failing on the store itself.
+
+        The lock is a file in the local store folder, which an importer on another machine never
+        sees; a server store adds its own import lease, a record in the server (`store.lease()`).
+        """
+        with self._lock, (self.store().lease() if lease else nullcontext()):
             yield
 
     # -- operations -------------------------------------------------------------------------------
@@ -331,8 +346,8 @@ class Index:
         """
         self._searcher = None
         if not self.vault.root.is_dir():
-            raise NoteError(str(self.vault.root), "vault folder not found")
-        with self._writing():
+            raise VaultNotFoundError(str(self.vault.root))
+        with self._writing(lease=not dry_run):  # a dry run writes nothing to the server, not even a lease
             summary = import_vault(
                 self.vault.root, self.settings, store=self.store(), embedder=self.embedder,
                 notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
@@ -343,6 +358,8 @@ class Index:
                 started = time.perf_counter()
                 summary.chunks_embedded_e5 = self._fill(tier, progress, None)
                 summary.seconds = round(summary.seconds + time.perf_counter() - started, 3)
+            if not dry_run:
+                record_writer(self.folder)
         self.vault.refresh()
         return summary
 
@@ -364,6 +381,7 @@ class Index:
                 root = self.vault.root
                 raise MindnetError(f"{root} is not imported yet: run `mindnet import {root}` first")
             done = self._fill(tier, progress, stop)
+            record_writer(self.folder)
         self._searcher = None
         return done
 
@@ -394,6 +412,7 @@ class Index:
             vectors=vectors,
             quality_tier=self._e5_status(store, vectors),
             store=store.describe(),
+            written_by=(last_writer(self.folder) or {}).get("host"),
         )
 
     def has_store(self) -> bool:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sys
+import traceback
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from . import MindnetError, NoteError, Settings, load_settings
+from . import InputError, MindnetError, NoteError, Settings, load_settings
 
 if TYPE_CHECKING:
     pass
@@ -43,7 +45,12 @@ GroupOpt = Annotated[str | None, typer.Option("--separator-group", help="recursi
 SepsOpt = Annotated[str | None, typer.Option("--separators", help='recursive: JSON list of regexes.')]
 
 
-@app.callback()
+DEBUG_FLAG = "--debug"
+"""Accepted anywhere on a command line (like MINDNET_DEBUG=1): show the traceback of an error."""
+
+
+@app.callback(epilog="Exit codes: 0 ok, 1 notes skipped or lint findings, 2 the command could not run. "
+              "Add --debug (or set MINDNET_DEBUG=1) to see the traceback of an error.")
 def _root() -> None:
     """mindnet: your Markdown vault as a searchable knowledge network."""
 
@@ -59,29 +66,18 @@ def settings_for(
     separators: str | None = None,
     **flags: Any,
 ) -> Settings:
-    """Settings from the four layers (R26); recursive flags override the configured recursive table."""
+    """Settings from the four layers (R26): flags are the top layer, recursive flags included."""
     overrides = {k: v for k, v in flags.items() if v is not None}
     if store is not None:
         overrides["store_path"] = str(store)
     if strategy is not None:
         overrides["strategy"] = strategy
+    recursive = {"max_chunk_size": max_chunk_size, "separator_group": separator_group, "separators": separators}
+    overrides["recursive"] = {k: v for k, v in recursive.items() if v is not None}
     settings = load_settings(vault, config, overrides=overrides)
-    if max_chunk_size is None and separator_group is None and separators is None:
-        return settings
-    recursive = settings.recursive
-    if max_chunk_size is not None:
-        recursive = dataclasses.replace(recursive, max_chunk_size=max_chunk_size)
-    if separators is not None:
-        try:
-            parsed = json.loads(separators)
-        except json.JSONDecodeError as exc:
-            raise MindnetError(f"--separators must be a JSON list of regular expressions: {exc}") from None
-        if not isinstance(parsed, list):
-            raise MindnetError("--separators must be a JSON list of regular expressions")
-        recursive = dataclasses.replace(recursive, separators=tuple(parsed), separator_group=separator_group)
-    elif separator_group is not None:
-        recursive = dataclasses.replace(recursive, separator_group=separator_group, separators=None)
-    return dataclasses.replace(settings, recursive=recursive, recursive_by_type={})
+    for notice in settings.notices:
+        _say(f"warning: {notice}")
+    return settings
 
 
 def _remote(vault: Path, settings: Settings) -> Any:
@@ -147,7 +143,9 @@ def import_(
     config: ConfigOpt = None,
     full: Annotated[bool, typer.Option("--full", help="Rebuild the store from scratch.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Missing required fields are errors.")] = False,
+    strict: Annotated[
+        bool | None, typer.Option("--strict/--no-strict", help="Missing required fields are errors (or not).")
+    ] = None,
     strategy: StrategyOpt = None,
     max_chunk_size: MaxSizeOpt = None,
     separator_group: GroupOpt = None,
@@ -161,8 +159,7 @@ def import_(
     """Import a vault into its store; only what changed is chunked, embedded and written."""
     settings = settings_for(
         vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
-        separator_group=separator_group, separators=separators, strict=strict or None,
-        quality_tier=quality_tier,
+        separator_group=separator_group, separators=separators, strict=strict, quality_tier=quality_tier,
     )
     remote = _remote(vault, settings)
     if remote is not None:
@@ -236,12 +233,15 @@ def status(
     else:
         with _index(vault, settings) as index:
             info = index.status().as_dict()
+    if info.get("written_elsewhere"):
+        _say(f"warning: this store was last written on {info['written_by']}, not on this machine; a store synced "
+             "between machines can be corrupted by two writers (keep it outside the synced folder: --store)")
     if as_json:
         _print_json(info)
         return
     table = Table(show_header=False, title="mindnet status")
-    for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store"):
-        table.add_row(key, str(info[key]))
+    for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store", "written_by"):
+        table.add_row(key, str(info.get(key)))
     if "server" in info:
         resident = info["resident"]
         table.add_row("server", f"{info['server']['url']} (pid {info['server']['pid']})")
@@ -320,7 +320,7 @@ def search(
     config: ConfigOpt = None,
     k: Annotated[int, typer.Option("--k", help="How many results.")] = 10,
     mode: ModeOpt = "hybrid",
-    expand: Annotated[bool, typer.Option("--expand", help="Add neighbour and linked chunks.")] = False,
+    expand: Annotated[bool, typer.Option("--expand/--no-expand", help="Add neighbour and linked chunks.")] = False,
     by_note: Annotated[bool, typer.Option("--by-note", help="One result per note.")] = False,
     types: TypeOpt = None, tags: TagOpt = None, area: AreaOpt = None, project: ProjectOpt = None,
     lang: LangOpt = None, path: PathOpt = None, note: NoteOpt = None, date_from: FromOpt = None,
@@ -363,7 +363,9 @@ def context(
     budget: Annotated[int, typer.Option("--budget", help="Token budget of the context.")] = 2000,
     k: Annotated[int, typer.Option("--k", help="Hits to draw from.")] = 12,
     mode: ModeOpt = "hybrid",
-    expand: Annotated[bool, typer.Option("--expand", help="Add neighbour and linked chunks.")] = True,
+    expand: Annotated[
+        bool, typer.Option("--expand/--no-expand", help="Add neighbour and linked chunks (--no-expand: hits only).")
+    ] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """A token-budgeted context for an LLM prompt, with citations (R23)."""
@@ -388,8 +390,11 @@ def eval_(
     beir_queries: Annotated[
         Path | None, typer.Option("--beir-queries", help="Ask this BEIR folder's questions (cross-lingual).")
     ] = None,
-    qrels: Annotated[str, typer.Option("--qrels", help="BEIR qrels file name.")] = "qrels.tsv",
-    store: StoreOpt = None,
+    qrels: Annotated[str | None, typer.Option("--qrels", help="BEIR qrels file name (default qrels.tsv).")] = None,
+    store: Annotated[
+        Path | None,
+        typer.Option("--store", help="Store folder (default VAULT/.mindnet); with --beir a work folder, kept."),
+    ] = None,
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -398,13 +403,17 @@ def eval_(
 
     if (beir is None) == (vault is None) or (vault is not None and queries is None):
         raise MindnetError("give either --beir FOLDER, or --vault VAULT with --queries FILE")
-    settings = settings_for(vault, config, store=store)
+    if beir is None and (qrels is not None or beir_queries is not None):
+        raise MindnetError("--qrels and --beir-queries go with --beir")
+    if beir is not None and queries is not None:
+        raise MindnetError("--queries goes with --vault; a BEIR folder brings its own queries")
     if beir is not None:
+        settings = settings_for(None, config)
         name = f"{beir_queries.name}->{beir.name}" if beir_queries else beir.name
-        reports = evaluate_beir(
-            load_beir(beir, qrels_file=qrels, queries_from=beir_queries), settings, dataset=name
-        )
+        data = load_beir(beir, qrels_file=qrels or "qrels.tsv", queries_from=beir_queries)
+        reports = evaluate_beir(data, settings, dataset=name, work_dir=store)
     else:
+        settings = settings_for(vault, config, store=store)
         reports = evaluate_vault(vault, queries, settings, dataset=vault.name)  # type: ignore[arg-type]
     if as_json:
         _print_json([dataclasses.asdict(r) for r in reports])
@@ -533,7 +542,9 @@ def lint(
         Path | None, typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian).")
     ] = None,
     config: ConfigOpt = None,
-    strict: Annotated[bool, typer.Option("--strict", help="Missing fields are errors; any finding fails.")] = False,
+    strict: Annotated[
+        bool | None, typer.Option("--strict/--no-strict", help="Missing fields are errors; any finding fails.")
+    ] = None,
     output_format: Annotated[str, typer.Option("--format", help="text, json or github.")] = "text",
     select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes or prefixes.")] = None,
     ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes/prefixes.")] = None,
@@ -546,7 +557,7 @@ def lint(
     if output_format not in LINT_FORMATS:
         raise MindnetError(f"--format must be one of {', '.join(LINT_FORMATS)}, not {output_format!r}")
     run = run_lint(
-        paths or [], vault, lambda root: settings_for(root, config, strict=strict or None),
+        paths or [], vault, lambda root: settings_for(root, config, strict=strict),
         parse_codes(select), parse_codes(ignore), fix=fix, use_cache=not no_cache,
     )
     for summary in run.fixes:
@@ -560,9 +571,9 @@ def lint(
     raise typer.Exit(run.exit_code)
 
 
-def main() -> None:
-    """`mindnet` entry point."""
-    _run(app)
+def main(argv: list[str] | None = None) -> None:
+    """`mindnet` entry point; `argv` (without the program name) for tests and embedding programs."""
+    _run(app, "mindnet", argv)
 
 
 # --- mindnet-chunk (R24) -------------------------------------------------------------------------
@@ -626,14 +637,65 @@ def _emit(chunks: list[Any]) -> None:
         write(json.dumps(chunk_payload(c), ensure_ascii=False) + "\n")
 
 
-def chunk_main() -> None:
+def chunk_main(argv: list[str] | None = None) -> None:
     """`mindnet-chunk` entry point."""
-    _run(chunk_app)
+    _run(chunk_app, "mindnet-chunk", argv)
 
 
-def _run(application: typer.Typer) -> None:
+def _run(application: typer.Typer, prog: str, argv: list[str] | None = None) -> None:
+    """Run a command; whatever goes wrong ends as one stderr line and exit code 2 (1 is the command's own).
+
+    `--debug` anywhere on the line (or MINDNET_DEBUG=1) adds the traceback above that line.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = DEBUG_FLAG in args or os.environ.get("MINDNET_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}
+    args = [a for a in args if a != DEBUG_FLAG]
     try:
-        application()
-    except MindnetError as exc:
-        _say(f"mindnet: {exc}")
-        sys.exit(2)
+        code = application(args=args, prog_name=prog, standalone_mode=False)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # the one place where every error becomes a line
+        if type(exc).__name__ == "NoArgsIsHelpError":  # bare `mindnet`: the help is the answer
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(2)
+        if debug:
+            traceback.print_exception(exc)
+        _say(error_line(exc, debug))
+        sys.exit(_exit_code(exc))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def error_line(exc: BaseException, debug: bool = False) -> str:
+    """`path:line: error: reason` for a bad user file, else `error: reason`, one line, never a traceback."""
+    if isinstance(exc, InputError):
+        where = f"{exc.path}:{exc.line}" if exc.line is not None else exc.path
+        return f"{where}: error: {_flat(exc.reason)}"
+    if isinstance(exc, MindnetError):
+        return f"error: {_flat(str(exc))}"
+    if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # a usage error of the option parser
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
+        return f"error: {_flat(exc.format_message())}{hint}"
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f"{exc.filename}: " if exc.filename else ""
+        return f"error: {where}{exc.strerror}"
+    if isinstance(exc, typer.Abort):
+        return "error: aborted"
+    if isinstance(exc, KeyboardInterrupt):
+        return "error: interrupted"
+    if isinstance(exc, MemoryError):
+        return "error: out of memory"
+    more = "" if debug else f"; run again with {DEBUG_FLAG} for the traceback"
+    return f"error: internal error: {type(exc).__name__}: {_flat(str(exc))}{more}"
+
+
+def _exit_code(exc: BaseException) -> int:
+    if isinstance(exc, KeyboardInterrupt):
+        return 130
+    code = getattr(exc, "exit_code", None)
+    return code if isinstance(code, int) and not isinstance(exc, MindnetError) and code > 0 else 2
+
+
+def _flat(text: str) -> str:
+    """A message on one line: editors and CI read stderr line by line."""
+    return " ".join(text.split()) or "(no message)"

@@ -7,10 +7,13 @@ frozen `Settings` value and never reads the environment itself.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import socket
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +101,8 @@ class Settings:
     tag_scheme: tuple[str, ...] | None = None
     cache_dir: str | None = field(default_factory=default_cache_dir)
     """Per-user cache of files derived from packaged models (py3langid's unpacked tables); None keeps none."""
+    notices: tuple[str, ...] = ()
+    """What the layering decided that a user should hear (a store folder overriding a URL); not a setting."""
 
     def profile_for(self, note_type: str) -> Profile:
         """The profile of a note type, or the default profile for any other type."""
@@ -110,24 +115,39 @@ class Settings:
         return self.recursive_by_type.get(note_type, self.recursive)
 
 
-_ENV_FIELDS: dict[str, str] = {
-    "MINDNET_LANGUAGES": "languages",
-    "MINDNET_MAX_FILE_BYTES": "max_file_bytes",
-    "MINDNET_STRICT": "strict",
-    "MINDNET_STRATEGY": "strategy",
-    "MINDNET_MODEL": "model",
-    "MINDNET_QUALITY_TIER": "quality_tier",
-    "MINDNET_THREADS": "threads",
-    "MINDNET_STORE": "store_path",
-    "MINDNET_COLLECTION_PREFIX": "collection_prefix",
-    "MINDNET_QDRANT_URL": "qdrant_url",
-    "MINDNET_QDRANT_API_KEY": "qdrant_api_key",
-    "MINDNET_SHARD_NUMBER": "shard_number",
-    "MINDNET_REPLICATION_FACTOR": "replication_factor",
-    "MINDNET_NOTE_REFERENCES": "note_references",
-    "MINDNET_NEIGHBORS": "neighbors",
-    "MINDNET_CACHE_DIR": "cache_dir",
-}
+_TABLES = ("profiles", "recursive", "types")
+"""Keys of `mindnet.toml` that hold tables; everything else is a scalar setting."""
+_DERIVED = ("profiles", "recursive", "recursive_by_type", "strategy_by_type", "notices")
+"""Settings fields that no layer sets by name (built from the tables, or reports)."""
+_ENV_ALIASES = {"store_path": "MINDNET_STORE"}
+
+
+def env_names() -> dict[str, str]:
+    """`MINDNET_*` variable -> setting, one per scalar setting (R26: every setting has all four layers)."""
+    names = {_ENV_ALIASES.get(f.name, f"MINDNET_{f.name.upper()}"): f.name for f in dataclasses.fields(Settings)
+             if f.name not in _DERIVED}
+    names.update({f"MINDNET_{key.upper()}": f"recursive.{key}" for key in _RECURSIVE_KEYS})
+    return names
+
+
+_RECURSIVE_KEYS = tuple(f.name for f in dataclasses.fields(RecursiveSettings))
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    """One layer above the file: its scalar settings and its `recursive` keys, and how to name a key."""
+
+    name: str
+    values: Mapping[str, Any]
+    recursive: Mapping[str, Any]
+
+    def source(self, key: str) -> str:
+        """How a user set `key` in this layer: `MINDNET_THREADS`, `--strategy`, …"""
+        if self.name == "environment":
+            return next((k for k, v in env_names().items() if v == key), self.name)
+        if key == "store_path":
+            return "--store"
+        return "--" + key.removeprefix("recursive.").replace("_", "-")
 
 
 def store_dir(vault: str | Path, settings: Settings) -> Path:
@@ -139,13 +159,56 @@ def store_dir(vault: str | Path, settings: Settings) -> Path:
     return Path(settings.store_path) if settings.store_path else Path(vault) / ".mindnet"
 
 
+STORE_GITIGNORE = "# written by mindnet: the store and its caches are rebuilt by `mindnet import`, never versioned\n*\n"
+WRITER_FILE = "writer.json"
+
+
+def prepare_store_dir(folder: Path) -> Path:
+    """Create a store folder with its own `.gitignore` (`*`), as `.venv` and `.pytest_cache` do.
+
+    A vault kept in git would otherwise commit the live Qdrant store and its caches on the next
+    `git add .`. The file is written where mindnet creates the folder, and in any `.mindnet` folder
+    (the default place, always mindnet's own); a folder a user chose and filled is left alone.
+    """
+    created = not folder.exists()
+    folder.mkdir(parents=True, exist_ok=True)
+    ignore = folder / ".gitignore"
+    if (created or folder.name == ".mindnet") and not ignore.exists():
+        tmp = folder / f".gitignore.{os.getpid()}.tmp"
+        tmp.write_text(STORE_GITIGNORE, encoding="utf-8")
+        os.replace(tmp, ignore)
+    return folder
+
+
+def record_writer(folder: Path) -> None:
+    """Note which machine wrote the store last, so a copy synced to another machine can say so."""
+    record = {"host": socket.gethostname(), "pid": os.getpid(), "at": datetime.now(UTC).isoformat(timespec="seconds")}
+    tmp = folder / f"{WRITER_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / WRITER_FILE)
+
+
+def last_writer(folder: Path) -> dict[str, Any] | None:
+    """The record `record_writer` left (host, pid, at), or None for a store never written (or unreadable)."""
+    try:
+        record = json.loads((folder / WRITER_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("host"), str) else None
+
+
 def load_settings(
     vault: str | Path | None = None,
     config_file: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> Settings:
-    """Build the frozen settings from the four layers of R26.
+    """Build the frozen settings from the four layers of R26: defaults < file < `MINDNET_*` < flags.
+
+    Each key is taken from the highest layer that sets it, per-type tables included: `[types.X]`
+    belongs to the file layer, so a strategy or a recursive key from the environment or a flag
+    applies to every type. `overrides` may hold `recursive` as a mapping of `RecursiveSettings` keys.
+    A store folder set in a higher layer than a Qdrant URL wins over it, with a notice (`notices`).
 
     Raises:
         ConfigError: a file that cannot be parsed or a value of the wrong type, naming the source.
@@ -155,14 +218,29 @@ def load_settings(
     if path is not None and (config_file or path.is_file()):
         raw.update(_read_toml(path))
     env = os.environ if env is None else env
-    for key, name in _ENV_FIELDS.items():
-        if key in env and env[key] != "":
-            raw[name] = env[key]
-    for name, value in (overrides or {}).items():
-        if value is not None:
-            raw[name] = value
-    raw.setdefault("cache_dir", default_cache_dir(env))
-    return _build(raw, source=str(path) if path else "settings")
+    raw.setdefault("cache_dir", default_cache_dir(env))  # a default that follows the environment given
+    from_env: dict[str, Any] = {}
+    env_recursive: dict[str, Any] = {}
+    for key, name in env_names().items():
+        if env.get(key, "") != "":
+            (env_recursive if name.startswith("recursive.") else from_env)[name.removeprefix("recursive.")] = env[key]
+    for table in ("profiles", "types"):  # per-type tables from a caller: merged over the file's, key by key
+        if (overrides or {}).get(table) is not None:
+            given = _table(overrides[table], table, "overrides")  # type: ignore[index]
+            raw[table] = _merged(_table(raw.get(table), table, "settings"), given)
+    flags = {k: v for k, v in (overrides or {}).items() if v is not None and k not in _TABLES}
+    flag_recursive = {k: v for k, v in dict((overrides or {}).get("recursive") or {}).items() if v is not None}
+    layers = (_Layer("environment", from_env, env_recursive), _Layer("flags", flags, flag_recursive))
+    return _build(raw, source=str(path) if path else "settings", layers=layers)
+
+
+def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """`top` over `base`, nested tables merged rather than replaced."""
+    out = dict(base)
+    for key, value in top.items():
+        below = out.get(key)
+        out[key] = _merged(below, value) if isinstance(below, Mapping) and isinstance(value, Mapping) else value
+    return out
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -223,34 +301,108 @@ _FIELD_KINDS: dict[str, Any] = {
 }
 
 
-def _build(raw: dict[str, Any], source: str) -> Settings:
-    known = {f.name for f in dataclasses.fields(Settings)}
+def _build(raw: dict[str, Any], source: str, layers: tuple[_Layer, ...] = ()) -> Settings:
+    known = {f.name for f in dataclasses.fields(Settings)} - set(_DERIVED)
     values: dict[str, Any] = {}
-    for name, value in raw.items():
-        if name in ("profiles", "recursive", "types"):
-            continue
-        if name not in known:
-            raise ConfigError(f"{source}: unknown setting {name!r}")
-        values[name] = _coerce(name, value, _FIELD_KINDS.get(name, str), source)
+    origin: dict[str, int] = {}
+    """Setting -> layer that set it: 0 the file, 1.. the layers above it."""
+    for level, (where, scalars) in enumerate([(None, raw), *((layer, layer.values) for layer in layers)]):
+        for name, value in scalars.items():
+            if name in _TABLES and where is None:
+                continue
+            here = source if where is None else where.source(name)
+            if name not in known:
+                raise ConfigError(f"{here}: unknown setting {name!r}")
+            values[name] = _coerce(name, value, _FIELD_KINDS.get(name, str), here)
+            origin[name] = level
     profiles = dict(DEFAULT_PROFILES)
-    for type_name, spec in (raw.get("profiles") or {}).items():
+    for type_name, spec in _table(raw.get("profiles"), "profiles", source).items():
+        spec = _table(spec, f"profiles.{type_name}", source)
         profiles[type_name] = _profile(type_name, spec, profiles.get(type_name, DEFAULT_PROFILES["default"]), source)
     values["profiles"] = profiles
+    base = RecursiveSettings()
     if "recursive" in raw:
-        values["recursive"] = _recursive(raw["recursive"], RecursiveSettings(), source)
+        base = _recursive(_table(raw["recursive"], "recursive", source), base, source)
     by_type: dict[str, RecursiveSettings] = {}
     strategies: dict[str, str] = {}
-    for type_name, spec in (raw.get("types") or {}).items():
+    for type_name, spec in _table(raw.get("types"), "types", source).items():
+        spec = _table(spec, f"types.{type_name}", source)
         if "strategy" in spec:
-            strategies[type_name] = str(spec["strategy"])
+            strategies[type_name] = _strategy(spec["strategy"], f"types.{type_name}.strategy", source)
         if "recursive" in spec:
-            by_type[type_name] = _recursive(spec["recursive"], values.get("recursive", RecursiveSettings()), source)
+            table = _table(spec["recursive"], f"types.{type_name}.recursive", source)
+            by_type[type_name] = _recursive(table, base, source)
+    if origin.get("strategy", 0) > 0:
+        strategies = {}  # a strategy from the environment or a flag is above every table of the file
+    for layer in layers:
+        if layer.recursive:
+            typed = _typed_recursive(layer)
+            base = _recursive(typed, base, layer.name)
+            by_type = {t: _recursive(typed, r, layer.name) for t, r in by_type.items()}
+    values["recursive"] = base
     values["recursive_by_type"] = by_type
     values["strategy_by_type"] = strategies
+    values["notices"] = _store_choice(values, origin, source, layers)
     settings = Settings(**values)
-    if settings.strategy not in ("structure", "recursive"):
-        raise ConfigError(f"{source}: strategy must be 'structure' or 'recursive', not {settings.strategy!r}")
+    level = origin.get("strategy", 0)
+    _strategy(settings.strategy, "strategy", source if level == 0 else layers[level - 1].source("strategy"))
     return settings
+
+
+def _typed_recursive(layer: _Layer) -> dict[str, Any]:
+    """A layer's `recursive` keys as the types the chunker takes: numbers, and a JSON list of separators."""
+    typed: dict[str, Any] = {}
+    for key, value in layer.recursive.items():
+        here = layer.source(f"recursive.{key}")
+        if key not in _RECURSIVE_KEYS:
+            raise ConfigError(f"{here}: recursive: unknown key {key!r}")
+        if key in ("max_chunk_size", "sentence_overlap"):
+            value = _coerce(key, value, int, here)
+        elif key == "separators" and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ConfigError(f"{here}: must be a JSON list of regular expressions: {exc}") from None
+            if not isinstance(value, list):
+                raise ConfigError(f"{here}: must be a JSON list of regular expressions")
+        typed[key] = value
+    return typed
+
+
+def _store_choice(values: dict[str, Any], origin: Mapping[str, int], source: str,
+                  layers: tuple[_Layer, ...]) -> tuple[str, ...]:
+    """Where the vectors live when both a store folder and a Qdrant URL are set (R26 applied to R20).
+
+    The higher layer wins: `--store DIR` beats `MINDNET_QDRANT_URL`, which beats `store_path` in the
+    file. A URL at the same or a higher layer keeps the folder for the local caches only, as before.
+    The loser is named in a notice, so a URL never wins (or loses) silently.
+    """
+    if not values.get("qdrant_url") or not values.get("store_path"):
+        return ()
+    store_level, url_level = origin["store_path"], origin["qdrant_url"]
+    if store_level <= url_level:
+        return ()
+    url_from = source if url_level == 0 else layers[url_level - 1].source("qdrant_url")
+    store_from = layers[store_level - 1].source("store_path")
+    url = values.pop("qdrant_url")
+    return (f"{store_from} {values['store_path']} overrides qdrant_url {url} from {url_from}: "
+            f"using the embedded store in that folder",)
+
+
+def _table(value: Any, key: str, source: str) -> Mapping[str, Any]:
+    """A TOML table (absent: empty); `profiles = 3` names the key instead of failing deep inside."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{source}: {key!r} must be a table ([{key}]), not {value!r}")
+    return value
+
+
+def _strategy(value: Any, key: str, source: str) -> str:
+    if value not in ("structure", "recursive"):
+        what = "strategy" if key == "strategy" else key
+        raise ConfigError(f"{source}: {what} must be 'structure' or 'recursive', not {value!r}")
+    return str(value)
 
 
 def _profile(name: str, spec: Mapping[str, Any], base: Profile, source: str) -> Profile:
@@ -273,8 +425,11 @@ def _recursive(spec: Mapping[str, Any], base: RecursiveSettings, source: str) ->
         if key not in values:
             raise ConfigError(f"{source}: recursive: unknown key {key!r}")
         values[key] = value
+    # Separators and a separator group exclude each other (as in Elasticsearch): the one given here wins.
     if "separators" in spec and "separator_group" not in spec:
         values["separator_group"] = None
+    if "separator_group" in spec and "separators" not in spec:
+        values["separators"] = None
     if values["separators"] is not None:
         values["separators"] = tuple(values["separators"])
     return RecursiveSettings(**values)

@@ -15,8 +15,8 @@ class ConfigError(MindnetError):
     """A setting in mindnet.toml, the environment or a flag is invalid."""
 
 
-class NoteError(MindnetError):
-    """A note cannot be read or parsed; the rest of the vault still loads (R3)."""
+class InputError(MindnetError):
+    """A user's file is bad at a known spot (a note, a query file, a BEIR file): path and line travel along."""
 
     def __init__(self, path: str, reason: str, line: int | None = None) -> None:
         self.path = path
@@ -44,3 +44,15 @@ class NotFoundError(MindnetError):
     def __init__(self, message: str, suggestions: list[dict[str, str]] | None = None) -> None:
         super().__init__(message)
         self.suggestions = suggestions or []
+
+
+class NoteError(InputError):
+    """A note cannot be read or parsed; the rest of the vault still loads (R3)."""
+
+
+class VaultNotFoundError(NotFoundError):
+    """The vault folder does not exist: a typo must not create folders or look like an empty vault."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"vault not found: {path}")

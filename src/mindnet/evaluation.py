@@ -47,7 +47,7 @@ from .chunking.base import Chunk
 from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache
-from .errors import MindnetError
+from .errors import InputError, MindnetError, VaultNotFoundError
 from .points import DENSE_VECTOR, E5_VECTOR, chunk_point
 from .search import Hit, Mode, Searcher, SearchTuning
 from .store import PointRecord, Store, StoreSchema, VectorSpec
@@ -174,17 +174,17 @@ def load_vault_queries(path: str | Path) -> list[RawQuery]:
         MindnetError: bad JSON or a line without `query` or `relevant`, naming file and line.
     """
     out: list[RawQuery] = []
-    for line_no, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+    for line_no, line in _lines(Path(path), "queries file"):
         if not line.strip():
             continue
         try:
             row = json.loads(line)
             query = str(row["query"])
             relevant = _as_tuple(row["relevant"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise MindnetError(f"{path}:{line_no}: need a JSON object with 'query' and 'relevant' ({exc})") from None
+        except (ValueError, KeyError, TypeError, IndexError) as exc:
+            raise InputError(str(path), f"need a JSON object with 'query' and 'relevant' ({exc})", line_no) from None
         if not relevant:
-            raise MindnetError(f"{path}:{line_no}: 'relevant' is empty; every question needs an answer")
+            raise InputError(str(path), "'relevant' is empty; every question needs an answer", line_no)
         out.append(RawQuery(str(row.get("id") or f"q{line_no}"), query, relevant, _as_tuple(row.get("partial")),
                             row.get("category")))
     return out
@@ -277,23 +277,61 @@ def load_beir(folder: str | Path, *, qrels_file: str = "qrels.tsv",
         if not (root / name).is_file():
             raise MindnetError(f"{root / name} not found; a BEIR folder holds corpus.jsonl, queries.jsonl, qrels.tsv")
     corpus = tuple(BeirDoc(str(r["_id"]), str(r.get("title") or ""), str(r.get("text") or ""))
-                   for r in _jsonl(root / "corpus.jsonl"))
-    queries = {str(r["_id"]): str(r["text"]) for r in _jsonl(root / "queries.jsonl")}
+                   for r in _jsonl(root / "corpus.jsonl", "_id"))
+    queries = {str(r["_id"]): str(r["text"]) for r in _jsonl(root / "queries.jsonl", "_id", "text")}
+    return BeirSet(corpus, queries, _qrels(root / qrels_file))
+
+
+def _lines(path: Path, what: str) -> Iterator[tuple[int, str]]:
+    """(1-based line number, text) of a UTF-8 file; a missing file or a bad byte is a one-line error.
+
+    Decoding line by line is what lets a bad byte be reported with its line, not as a traceback.
+    """
+    try:
+        with path.open("rb") as fh:
+            for line_no, raw in enumerate(fh, 1):
+                try:
+                    yield line_no, raw.decode("utf-8").rstrip("\r\n")
+                except UnicodeDecodeError as exc:
+                    raise InputError(str(path), f"invalid UTF-8 (byte 0x{raw[exc.start]:02x})", line_no) from None
+    except FileNotFoundError:
+        raise InputError(str(path), f"{what} not found") from None
+    except IsADirectoryError:
+        raise InputError(str(path), f"{what} is a folder, not a file") from None
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read {what}: {exc.strerror or exc}") from None
+
+
+def _jsonl(path: Path, *required: str) -> Iterator[dict[str, object]]:
+    """The JSON objects of a BEIR JSONL file; a line that is no object or lacks a key names file and line."""
+    for line_no, line in _lines(path, "BEIR file"):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise InputError(str(path), f"invalid JSON: {exc}", line_no) from None
+        if not isinstance(row, dict):
+            raise InputError(str(path), f"need a JSON object, got {type(row).__name__}", line_no)
+        missing = [key for key in required if key not in row]
+        if missing:
+            raise InputError(str(path), f"missing {', '.join(repr(k) for k in missing)}", line_no)
+        yield row
+
+
+def _qrels(path: Path) -> dict[str, dict[str, float]]:
+    """`query-id <TAB> corpus-id <TAB> score` rows; an optional header first, blank lines ignored."""
     qrels: dict[str, dict[str, float]] = {}
-    with (root / qrels_file).open(encoding="utf-8", newline="") as fh:
-        rows = csv.reader(fh, delimiter="\t")
-        for i, row in enumerate(rows):
-            if not row or (i == 0 and not _is_number(row[-1])):
-                continue  # blank line or the `query-id corpus-id score` header
-            qrels.setdefault(row[0], {})[row[1]] = float(row[2])
-    return BeirSet(corpus, queries, qrels)
-
-
-def _jsonl(path: Path) -> Iterator[dict[str, object]]:
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
+    for line_no, line in _lines(path, "qrels file"):
+        if not line.strip():
+            continue
+        row = next(csv.reader([line], delimiter="\t"))
+        if line_no == 1 and not _is_number(row[-1]):
+            continue  # the `query-id corpus-id score` header
+        if len(row) < 3 or not _is_number(row[2]):
+            raise InputError(str(path), f"need 'query-id<TAB>corpus-id<TAB>score', got {line[:80]!r}", line_no)
+        qrels.setdefault(row[0], {})[row[1]] = float(row[2])
+    return qrels
 
 
 def _is_number(text: str) -> bool:
@@ -567,6 +605,8 @@ def evaluate_vault(vault: str | Path, queries_file: str | Path, settings: Settin
     Raises:
         MindnetError: an unreadable queries file or a judged note missing from the vault.
     """
+    if not Path(vault).is_dir():  # the store folder would be created beside a typo
+        raise VaultNotFoundError(str(vault))
     raw = load_vault_queries(queries_file)
     name = dataset or Path(queries_file).stem
     fixed_folder = store_dir(vault, settings) / "baseline-fixed"

@@ -22,19 +22,19 @@ import json
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from . import store as store_module
 from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, chunk_parsed, parse
 from .chunking.tokens import default_tokenizer
-from .config import Settings, store_dir
+from .config import Settings, prepare_store_dir, store_dir
 from .embedding import Embedder
-from .errors import NoteError, StoreError
+from .errors import StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Link, Resolver
 from .note_cache import NoteCache
@@ -149,7 +149,7 @@ class ImportLock:
         """Take the lock, or raise `StoreError` naming the process that holds it."""
         if self._fd is not None:
             raise StoreError(f"the import lock on {self.folder} is already held by this process")
-        self.folder.mkdir(parents=True, exist_ok=True)
+        prepare_store_dir(self.folder)
         fd = os.open(self.folder / "import.lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -236,7 +236,7 @@ def import_vault(
     """
     started = time.perf_counter()
     if not vault.is_dir():
-        raise NoteError(str(vault), "vault folder not found")
+        raise VaultNotFoundError(str(vault))
     summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or _silent, notes_cache)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
@@ -259,7 +259,11 @@ def _run(
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     schema = StoreSchema(vectors=(VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim),))
-    if full and not dry_run:
+    if dry_run:
+        # A dry run writes nothing, not even the collections of a store that was never imported.
+        if full or not store.check(schema):
+            store = cast(Store, _NothingStored())
+    elif full:
         store.reset(schema)
     else:
         store.ensure(schema)
@@ -342,6 +346,19 @@ def _run(
     journal.clear()
     summary.edges = store.count("edges")
     return summary
+
+
+class _NothingStored:
+    """The reads of an import against a store that holds nothing yet (a dry run, or `--full --dry-run`)."""
+
+    def facet(self, collection: str, key: str) -> dict[str, int]:
+        return {}
+
+    def scroll(self, collection: str, flt: Filter | None = None, **options: Any) -> Iterator[Any]:
+        return iter(())
+
+    def count(self, collection: str, flt: Filter | None = None) -> int:
+        return 0
 
 
 class StoredEdges:

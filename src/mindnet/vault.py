@@ -19,7 +19,7 @@ import pathspec
 
 from . import frontmatter as fm
 from .config import Settings
-from .errors import NoteError
+from .errors import NoteError, VaultNotFoundError
 from .language import detect_language
 from .text import content_hash, line_of, line_starts, slugify, without_fences
 
@@ -144,7 +144,7 @@ def read_vault(
     settings = settings or Settings()
     root_path = Path(root)
     if not root_path.is_dir():
-        raise NoteError(str(root), "vault folder not found")
+        raise VaultNotFoundError(str(root))
     files, attachments, problems = discover(root_path)
     read: list[Note] = []
     for rel in files:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TypeVar
 
-from .errors import MindnetError
+from .errors import MindnetError, VaultNotFoundError
 
 VAULT_MARKERS = ("mindnet.toml", ".obsidian", ".mindnet")
 """A folder holding one of these is a vault root, for file arguments given without `--vault`."""
@@ -54,8 +54,9 @@ def group_paths(
             False refuses every argument that does not exist.
 
     Raises:
-        MindnetError: an argument that does not exist (and is no Markdown file, when missing notes
-            are allowed: a typo, not a deleted note).
+        VaultNotFoundError: a missing argument without a file suffix (a mistyped vault folder).
+        MindnetError: any other argument that does not exist (and is no Markdown file, when missing
+            notes are allowed: a typo, not a deleted note).
     """
     groups: dict[Path, list[PathArg] | None] = {}
     for raw in paths:
@@ -64,6 +65,8 @@ def group_paths(
             groups[path] = None
             continue
         if not path.exists() and not (allow_missing_notes and path.name.lower().endswith(".md")):
+            if not path.suffix:  # a name like a folder's: a mistyped vault
+                raise VaultNotFoundError(str(raw))
             raise MindnetError(f"{raw}: no such file or folder")
         root = vault if vault is not None else root_of(path)
         existing = groups.setdefault(root, [])

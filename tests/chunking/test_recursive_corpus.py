@@ -8,28 +8,26 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from pathlib import Path
 
 import pytest
 
+from conftest import CORPORA, corpus
 from mindnet.chunking.base import ChunkSpan
 from mindnet.chunking.recursive import WORD, chunk_recursive, count_words, separators_of
 from mindnet.chunking.sentences import sentence_spans
 from mindnet.config import RecursiveSettings
 
-CORPORA = Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
 _FRONTMATTER = re.compile(r"\A---\n.*?\n---\n", re.S)
 _AFTER_SENTENCE_END = re.compile(r"[.!?…][)\]}\"'”’»«›‹*_~]*")
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CORPORA.is_dir(), reason=f"no corpora at {CORPORA}"),
 ]
 
 
 def _bodies() -> list[tuple[str, str]]:
     """(path, body) of every note: the `*.md` files in each corpus' note folder, frontmatter cut."""
-    notes = sorted(CORPORA.glob("*/*/**/*.md"))
+    notes = sorted(corpus().glob("*/*/**/*.md"))
     return [(str(p.relative_to(CORPORA)), _FRONTMATTER.sub("", p.read_text(encoding="utf-8"), count=1)) for p in notes]
 
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import itertools
 import re
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import corpus
 from mindnet.chunking.sentences import WORD, sentence_spans, word_spans
-
-CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 
 GOLD: list[tuple[str, str, list[str]]] = [
     # German ordinals
@@ -210,8 +208,8 @@ def test_spans_invariants_on_arbitrary_text(text: str, lang: str) -> None:
 
 @pytest.mark.slow
 def test_spans_invariants_on_corpus_files() -> None:
-    paths = sorted((CORPORA / "msdocs-skype-teams-de" / "docs").rglob("*.md"))[::10]
-    paths += sorted((CORPORA / "foam-docs" / "vault").rglob("*.md"))
+    paths = sorted(corpus("msdocs-skype-teams-de/docs").rglob("*.md"))[::10]
+    paths += sorted(corpus("foam-docs/vault").rglob("*.md"))
     assert len(paths) > 300
     wikilink = re.compile(r"\[\[[^\r\n]*?\]\]")
     for path in paths:

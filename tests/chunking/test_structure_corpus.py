@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from conftest import CORPORA, corpus
 from mindnet.chunking.invariants import check_chunks
 from mindnet.chunking.structure import chunk_structure
 from mindnet.chunking.tokens import Tokenizer, default_tokenizer
 from mindnet.config import DEFAULT_PROFILES, DEFAULT_STOP_SECTIONS
 from mindnet.markdown import parse_blocks
 
-CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 FOLDERS = {
     "foam-docs/vault": "en",
     "rustbook-de/src": "de",
@@ -33,7 +33,6 @@ _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n.*?\r?\n---[ \t]*(?:\r?\n|\Z)", re.S
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not CORPORA.is_dir(), reason="shared corpora not present"),
 ]
 
 
@@ -43,7 +42,7 @@ def tok() -> Tokenizer:
 
 
 def _bodies(folder: str, every: int = 1) -> list[tuple[Path, str]]:
-    paths = sorted((CORPORA / folder).rglob("*.md"))[::every]
+    paths = sorted(corpus(folder).rglob("*.md"))[::every]
     return [(p, _FRONTMATTER.sub("", p.read_text(encoding="utf-8"), count=1)) for p in paths]
 
 

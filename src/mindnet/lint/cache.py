@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings
+from ..config import Settings, prepare_store_dir
 from ..errors import NoteError
 from ..file_stat import StatKey, is_racy, stat_key
 from ..vault import Note, NoteProblem, discover, read_note
@@ -204,7 +204,7 @@ def _save(root: Path, settings: Settings, entries: Iterable[IndexEntry]) -> None
     target = root / CACHE_PATH
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
-        target.parent.mkdir(exist_ok=True)
+        prepare_store_dir(target.parent)
         tmp.write_text(json.dumps({"key": _key(settings), "files": rows}, ensure_ascii=False), encoding="utf-8")
         os.replace(tmp, target)  # atomic: a concurrent lint reads the old or the new index, never half
     except OSError:

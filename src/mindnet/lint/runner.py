@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import Settings
-from ..errors import NoteError
+from ..errors import NoteError, VaultNotFoundError
 from ..links import Resolver
 from ..vault import (
     NoteProblem,
@@ -86,12 +86,12 @@ def lint_vault(
         use_cache: keep the vault index in `VAULT/.mindnet/lint-index.json` (see `lint.cache`).
 
     Raises:
-        NoteError: the vault folder does not exist.
+        VaultNotFoundError: the vault folder does not exist.
         ConfigError: an unknown `id_scheme` or rule code.
     """
     root_path = Path(root)
     if not root_path.is_dir():
-        raise NoteError(str(root), "vault folder not found")
+        raise VaultNotFoundError(str(root))
     schemes = compile_id_scheme(settings.id_scheme)
     select, ignore = parse_codes(select), parse_codes(ignore)
     # Lint needs neither strict reading (it reports missing fields itself) nor language detection.

@@ -26,6 +26,7 @@ from .. import (
     ServerAddress,
     Settings,
     find_server,
+    prepare_store_dir,
     remove_address,
     socket_path,
     store_dir,
@@ -92,6 +93,7 @@ def serve(
     already_running(folder)
     resident = resident or Resident(vault, settings, watch=watch, e5=e5)
     resident.index.store()  # fails now, not in a thread, when another process holds the store
+    prepare_store_dir(folder)  # the socket and the address file go there; opening a store creates nothing
     tcp = _tcp_socket(host, port)
     url = f"http://{_url_host(host)}:{tcp.getsockname()[1]}"
     uds_path = socket_path(folder)

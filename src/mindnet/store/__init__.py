@@ -20,7 +20,9 @@ dimension and the chunking config hash; `ensure()` refuses a different model or 
 
 Modules: `records` (ids, records, filter language; pure), `lexical` (BM25 vectors), `base` (the
 `Store` interface and shared helpers), `embedded` (`EdgeStore`), `client` (`ClientStore`, which
-imports qdrant-client only when opened), `copy` (`copy_store`). Import from the package itself.
+imports qdrant-client only when opened), `copy` (`copy_store`), `lease` (`ImportLease`, a server
+store's import lease), `server_errors` (server errors as `StoreError`). Import from the package
+itself.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from .base import KEYWORD_INDEXES, PREFIX_INDEXED, TEXT_INDEXES, Store
 from .client import ClientStore
 from .copy import copy_store
 from .embedded import EdgeStore
+from .lease import ImportLease
 from .lexical import SPARSE_VECTOR, lexical_document, lexical_query
 from .records import (
     COLLECTIONS,
@@ -71,6 +74,7 @@ __all__ = [
     "EdgeStore",
     "Equals",
     "Filter",
+    "ImportLease",
     "PointRecord",
     "Prefix",
     "Range",

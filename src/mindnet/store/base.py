@@ -6,8 +6,10 @@ Both adapters share the schema check, the vector splitting and the mapping of en
 
 from __future__ import annotations
 
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from ..errors import StoreError
@@ -100,6 +102,18 @@ class Store(ABC):
                         self._add_dense(name, vec_name, dim)
             self._index(name, KEYWORD_INDEXES.get(name, ()), TEXT_INDEXES.get(name, ()))
 
+    def check(self, schema: StoreSchema) -> bool:
+        """What `ensure` checks, writing nothing (`import --dry-run`): False for a store never written.
+
+        Raises:
+            StoreError: the recorded schema differs (another model, chunking or schema version).
+        """
+        stored = self._read_meta()
+        if stored is None:
+            return False
+        _check_schema(stored, schema, self.describe())
+        return True
+
     def reset(self, schema: StoreSchema) -> None:
         """Drop every collection and the meta record, then `ensure(schema)`: the `--full` path."""
         for name in COLLECTIONS:
@@ -119,6 +133,11 @@ class Store(ABC):
             chunking_hash=raw["chunking_hash"],
             schema_version=raw["schema_version"],
         )
+
+    def lease(self) -> AbstractContextManager[Any]:
+        """The store's own import lease, for stores shared between machines; the embedded store's
+        folder lock (`sync.ImportLock`) already excludes every other writer, so nothing here."""
+        return contextlib.nullcontext()
 
     @abstractmethod
     def optimize(self) -> None:

@@ -6,8 +6,10 @@ must not pay its import time.
 
 from __future__ import annotations
 
+import getpass
 import importlib
 import json
+import os
 import warnings
 from collections.abc import Mapping, Sequence
 from types import ModuleType
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
 from .base import PREFIX_INDEXED, Store, _scored, _stored
+from .lease import DEFAULT_TTL, ImportLease
 from .lexical import SPARSE_VECTOR
 from .records import (
     AnyOf,
@@ -29,6 +32,7 @@ from .records import (
     TextMatch,
     point_id,
 )
+from .server_errors import server_call
 
 
 class _LazyModule:
@@ -55,6 +59,13 @@ else:
 
 
 _META_KEY = "meta"
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's anonymous uid)
+        return f"uid {os.getuid()}"
 
 
 class ClientStore(Store):
@@ -86,33 +97,45 @@ class ClientStore(Store):
     def _meta_name(self) -> str:
         return f"{self.prefix}_meta"
 
+    @server_call("read the schema record")
     def _read_meta(self) -> dict[str, Any] | None:
         name = self._meta_name()
-        try:
-            if not self._client.collection_exists(name):
-                return None
-            recs = self._client.retrieve(name, [point_id(_META_KEY)], with_payload=True)
-        except Exception as exc:
-            raise StoreError(f"cannot reach Qdrant at {self.url}: {exc}") from exc
+        if not self._client.collection_exists(name):
+            return None
+        recs = self._client.retrieve(name, [point_id(_META_KEY)], with_payload=True)
         if not recs:
             return None
         return json.loads((recs[0].payload or {})["meta"])  # type: ignore[no-any-return]
 
+    @server_call("write the schema record")
     def _write_meta(self, meta: dict[str, Any]) -> None:
         name = self._meta_name()
-        if not self._client.collection_exists(name):
-            self._client.create_collection(
-                name, vectors_config={}, shard_number=1, replication_factor=self.replication_factor)
+        self._meta_collection()
         self._client.upsert(name, [qm.PointStruct(id=point_id(_META_KEY), vector={},
                                                   payload={"meta": json.dumps(meta, sort_keys=True)})])
 
+    @server_call("drop the schema record")
     def _drop_meta(self) -> None:
+        # The record only, not its collection: the import lease lives there too (`--full` holds it).
         if self._client.collection_exists(self._meta_name()):
-            self._client.delete_collection(self._meta_name())
+            self._client.delete(self._meta_name(), qm.PointIdsList(points=[point_id(_META_KEY)]), wait=True)
 
+    def lease(self, ttl: float = DEFAULT_TTL) -> ImportLease:
+        """An import lease in this server's meta collection (created when missing), to enter around an import."""
+        self._meta_collection()
+        return ImportLease(self._client, self._meta_name(), self.url, ttl=ttl, holder=f"mindnet import by {_user()}")
+
+    @server_call("create the meta collection")
+    def _meta_collection(self) -> None:
+        if not self._client.collection_exists(self._meta_name()):
+            self._client.create_collection(
+                self._meta_name(), vectors_config={}, shard_number=1, replication_factor=self.replication_factor)
+
+    @server_call("look up collection")
     def _exists(self, collection: str) -> bool:
         return self._client.collection_exists(self._name(collection))
 
+    @server_call("create collection")
     def _create(self, collection: str, dense: Mapping[str, int]) -> None:
         self._client.create_collection(
             self._name(collection),
@@ -123,17 +146,21 @@ class ClientStore(Store):
             replication_factor=self.replication_factor,
         )
 
+    @server_call("drop collection")
     def _drop(self, collection: str) -> None:
         self._client.delete_collection(self._name(collection))
 
+    @server_call("read the vectors of collection")
     def _dense_names(self, collection: str) -> set[str]:
         vectors = self._client.get_collection(self._name(collection)).config.params.vectors
         return set(vectors) if isinstance(vectors, dict) else set()
 
+    @server_call("add a vector to collection")
     def _add_dense(self, collection: str, name: str, dim: int) -> None:
         self._client.create_vector_name(self._name(collection), name, qm.DenseVectorNameConfig(
             dense=qm.DenseVectorConfig(size=dim, distance=qm.Distance.COSINE)))
 
+    @server_call("create payload indexes in collection")
     def _index(self, collection: str, keywords: Sequence[str], texts: Sequence[str]) -> None:
         name = self._name(collection)
         have = self._client.get_collection(name).payload_schema or {}
@@ -150,6 +177,7 @@ class ClientStore(Store):
                     self._client.create_payload_index(name, key, qm.TextIndexParams(
                         type=qm.TextIndexType.TEXT, tokenizer=qm.TokenizerType.MULTILINGUAL, lowercase=True))
 
+    @server_call("write points to collection")
     def _upsert(self, collection: str,
                 batch: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, SparseVec]]]) -> None:
         points = []
@@ -160,17 +188,21 @@ class ClientStore(Store):
             points.append(qm.PointStruct(id=pid, vector=vector, payload=payload))
         self._client.upsert(self._name(collection), points, wait=True)
 
+    @server_call("delete points from collection")
     def _delete_filter(self, collection: str, flt: Filter) -> None:
         self._client.delete(self._name(collection), qm.FilterSelector(filter=_client_filter(flt)), wait=True)
 
+    @server_call("delete points from collection")
     def _delete_ids(self, collection: str, pids: list[str]) -> None:
         self._client.delete(self._name(collection), qm.PointIdsList(points=list(pids)), wait=True)
 
+    @server_call("read points of collection")
     def _retrieve(self, collection: str, pids: list[str], with_vectors: bool) -> list[StoredPoint]:
         records = self._client.retrieve(self._name(collection), list(pids), with_payload=True,
                                         with_vectors=with_vectors)
         return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records]
 
+    @server_call("scroll collection")
     def _scroll(self, collection: str, flt: Filter | None, offset: Any, limit: int,
                 with_vectors: bool, fields: list[str] | None = None) -> tuple[list[StoredPoint], Any]:
         records, nxt = self._client.scroll(self._name(collection), scroll_filter=_client_filter(flt), limit=limit,
@@ -178,13 +210,16 @@ class ClientStore(Store):
                                            with_vectors=with_vectors)
         return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records], nxt
 
+    @server_call("count collection")
     def _count(self, collection: str, flt: Filter | None) -> int:
         return self._client.count(self._name(collection), count_filter=_client_filter(flt), exact=True).count
 
+    @server_call("facet collection")
     def _facet(self, collection: str, key: str, limit: int) -> dict[str, int]:
         hits = self._client.facet(self._name(collection), key, limit=limit, exact=True).hits
         return {str(h.value): h.count for h in hits}
 
+    @server_call("search collection")
     def _search(self, collection: str, query: tuple[str, str, Any], limit: int, flt: Filter | None,
                 score_threshold: float | None) -> list[ScoredPoint]:
         _, using, vec = query
@@ -195,6 +230,7 @@ class ClientStore(Store):
                                         score_threshold=score_threshold, with_payload=True)
         return [_scored(collection, h.score, h.payload) for h in res.points]
 
+    @server_call("search collection")
     def _hybrid(self, collection: str, using: str, vector: list[float], sparse: SparseVec, limit: int,
                 flt: Filter | None, candidates: int, rrf_k: int,
                 weights: tuple[float, float] | None) -> list[ScoredPoint]:

@@ -28,7 +28,8 @@ class EdgeStore(Store):
                  hnsw_ef_construct: int = 128) -> None:
         super().__init__(prefix, hnsw_m, hnsw_ef_construct)
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        # Created on the first write, not here: a status or a search of a vault that was never
+        # imported (or a typo) must not leave a store folder behind.
         self._shards: dict[str, qe.EdgeShard] = {}
 
     def describe(self) -> str:
@@ -47,6 +48,7 @@ class EdgeStore(Store):
             raise StoreError(f"cannot read {self._meta_path()}: {exc}") from exc
 
     def _write_meta(self, meta: dict[str, Any]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
         tmp = self._meta_path().with_suffix(".tmp")
         tmp.write_text(json.dumps(meta, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         os.replace(tmp, self._meta_path())
@@ -80,6 +82,7 @@ class EdgeStore(Store):
                                            full_scan_threshold=10_000),
         )
         try:
+            self.path.mkdir(parents=True, exist_ok=True)
             self._shards[collection] = qe.EdgeShard.create(str(self._dir(collection)), config)
         except Exception as exc:
             raise _edge_error(self._dir(collection), exc) from exc
