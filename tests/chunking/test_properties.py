@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mindnet.chunking.base import Chunk, ChunkSpan, finalize
@@ -192,6 +192,7 @@ def test_r11_records_text_and_token_count(body: str, profile: Profile) -> None:
 
 @SETTINGS
 @given(document(), st.sampled_from(PROFILES))
+@example(body="Das ist z. B. ein Satz über Chunking.\n\n## Ziel 1\n\n### Ziel 0\n\n", profile=PROFILES[0])
 def test_r7_every_h2_h3_starts_a_chunk_with_its_section(body: str, profile: Profile) -> None:
     spans = _chunk(body, profile)
     blocks = parse_blocks(body)
@@ -199,9 +200,16 @@ def test_r7_every_h2_h3_starts_a_chunk_with_its_section(body: str, profile: Prof
         if b.kind == "heading" and b.level in (2, 3):
             span = next(s for s in spans if s.char_start <= b.char_start < s.char_end)
             assert span.content_start == span.char_start
-            if span.char_start == b.char_start:
+            leads_run = any(x.kind == "heading" and x.level in (2, 3) and b.char_start < x.char_start < span.char_end
+                            and all(y.kind == "heading" for y in blocks if b.char_start < y.char_start < x.char_start)
+                            for x in blocks)
+            if span.char_start == b.char_start and not leads_run:
                 assert span.section_title == b.title
                 assert span.section_path is not None and span.section_path.endswith("/" + b.title)
+            elif span.char_start == b.char_start:
+                # R7: `## A` directly followed by `### B` opens B's chunk, whose section is the deeper one (/A/B).
+                assert span.section_path is not None and f"/{b.title}/" in f"{span.section_path}/"
+                assert span.section_title != b.title or span.section_path.endswith("/" + b.title)
             else:
                 # A heading with no text of its own opens its subsection's chunk: only headings before it.
                 before = [x for x in blocks if span.char_start <= x.char_start < b.char_start]
