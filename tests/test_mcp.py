@@ -361,6 +361,15 @@ def test_the_mcp_endpoint_sits_behind_the_guard(served: Server) -> None:
     assert post({"Authorization": "Bearer k3y", "Origin": "http://evil.example"}) == 403
 
 
+def test_the_tools_modes_are_the_search_modes() -> None:
+    from typing import get_args
+
+    from mindnet import MODES
+    from mindnet.mcp.tools import Mode
+
+    assert set(get_args(Mode)) == set(MODES)
+
+
 # -- the pure helpers behind the tools ---------------------------------------------------------------
 
 

@@ -13,12 +13,14 @@ import signal
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .. import MindnetError, Resident, Settings, find_server, store_dir
-from ..client import Remote
+from .. import MindnetError, Settings, find_server, store_dir
 from .backend import Backend, LocalBackend, RemoteBackend
 from .tools import MindnetMCP, instructions
+
+if TYPE_CHECKING:
+    from .. import Resident
 
 log = logging.getLogger("mindnet.mcp")
 
@@ -33,9 +35,13 @@ def run_stdio(vault: Path, settings: Settings, *, e5: bool = True) -> None:
     backend: Backend
     warm: Callable[[], None] | None = None
     if address is not None:
+        from ..client import Remote
+
         log.info("using mindnet serve at %s", address.url)
         backend = RemoteBackend(Remote(address))
     else:
+        from .. import Resident  # the index stack (store, models' code), only for a local index
+
         local = LocalBackend(Resident(vault, settings, watch=True, e5=e5), owned=True)
         backend, warm = local, local.start
     try:

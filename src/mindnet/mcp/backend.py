@@ -10,10 +10,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from .. import Resident, SearchFilters
-from ..client import Remote
+if TYPE_CHECKING:  # at run time only the local backend loads the index stack, and only when built
+    from .. import Resident
+    from ..client import Remote
 
 log = logging.getLogger("mindnet.mcp")
 
@@ -73,6 +74,8 @@ class LocalBackend:
 
     def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any]
                ) -> list[dict[str, Any]]:
+        from .. import SearchFilters
+
         self._ready()
         hits = self.index.search_many(queries, k=k, mode=mode, by_note=by_note, filters=SearchFilters(**filters))
         return [dataclasses.asdict(h) for h in hits]

@@ -18,7 +18,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .. import MODES, MindnetError, NotFoundError, __version__, snippet
+from .. import MindnetError, NotFoundError, __version__
 from .backend import Backend
 
 MAX_K = 50
@@ -28,7 +28,8 @@ VIEWS = {"links": "references", "backlinks": "backlinks", "both": "neighbors", "
 """The tool's plain words for link directions -> `Index.graph` views."""
 
 Mode = Literal["hybrid", "dense", "lexical"]
-assert set(MODES) == {"hybrid", "dense", "lexical"}, "the tools' Mode must list the search modes"
+"""`mindnet.MODES` spelled out for the schema (a test keeps them equal): importing the search
+stage here would load the store and numpy before the handshake, for nothing when a serve answers."""
 
 
 class SearchHit(BaseModel):
@@ -159,6 +160,8 @@ def tool_functions(backend: Backend) -> list[Callable[..., Any]]:
     ) -> Annotated[CallToolResult, SearchResult]:
         """Search the vault's notes: ranked passages, each with note id, path, title, section, file lines,
         score and snippet, so an answer can cite them. Open a hit with `read` (note and lines)."""
+        from .. import snippet
+
         queries = [query] if isinstance(query, str) else list(query)
         if not 1 <= len(queries) <= MAX_QUERIES or not all(q.strip() for q in queries):
             raise ToolError(f"argument 'query': give 1 to {MAX_QUERIES} non-empty queries")
@@ -167,7 +170,7 @@ def tool_functions(backend: Backend) -> list[Callable[..., Any]]:
         rows = backend.search(queries, k=k, mode=mode, by_note=by_note, filters=filters)
         hits = [SearchHit(**{**{f: row[f] for f in SearchHit.model_fields if f != "snippet"},
                              "snippet": snippet(str(row["text"]), queries)}) for row in rows]
-        lines = [f"{len(hits)} hits for {' | '.join(queries)!r}"]
+        lines = [f"{len(hits)} hit{'' if len(hits) == 1 else 's'} for {' | '.join(queries)!r}"]
         lines += [f"{h.rank}. {h.title} — {h.path} › {h.section_path} (lines {h.line_start}-{h.line_end}, "
                   f"score {h.score:.3f}): {h.snippet[:160]}" for h in hits]
         return _result("\n".join(lines), SearchResult(queries=queries, hits=hits))
