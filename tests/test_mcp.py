@@ -341,6 +341,30 @@ def test_the_tools_answer_over_streamable_http_on_serve(served: Server) -> None:
     assert unknown.is_error and "'hops'" in text(unknown)
 
 
+async def _stdio_calls(vault: Path, calls: list[tuple[str, dict[str, Any]]], errlog: Path) -> list[Any]:
+    params = StdioServerParameters(command=CLI[0], args=[*CLI[1:], "mcp", str(vault), "--no-e5"])
+    with errlog.open("w") as err:
+        async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            return [await session.call_tool(name, args) for name, args in calls]
+
+
+def test_stdio_asks_the_running_serve(served: Server) -> None:
+    """With a serve holding the store (single-process), `mindnet mcp` answers through it."""
+    log = served.vault.parent / "mcp-remote.log"
+    found, page, missing, extra = asyncio.run(_stdio_calls(served.vault, [
+        ("search", {"query": ["Tomaten", "ranked lists"], "k": 4, "tags": ["garten"]}),
+        ("read", {"note": "rrf", "section": "History"}),
+        ("read", {"note": "overlapp"}),
+        ("search", {"query": "x", "limit": 3}),
+    ], log))
+    assert "using mindnet serve" in log.read_text()
+    assert not found.is_error and [h["note_id"] for h in found.structured_content["hits"]] == ["tomaten"]
+    assert not page.is_error and "Cormack" in page.structured_content["text"]
+    assert missing.is_error and "concepts/overlap.md" in text(missing)
+    assert extra.is_error and "'limit'" in text(extra)
+
+
 def test_the_mcp_endpoint_sits_behind_the_guard(served: Server) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).encode()
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
