@@ -87,7 +87,7 @@ def main() -> None:
                 serve.wait(60)
     load = os.getloadavg()[0]
     print(f"first tool list after spawn, {args.rounds} rounds (load average {load:.1f} on {os.cpu_count()} cores)")
-    print(f"{'path':8s} {'wall p50':>9s} {'wall min':>9s} {'cpu p50':>8s} (the whole server process, user+sys: an upper bound)")
+    print(f"{'path':8s} {'wall p50':>9s} {'wall min':>9s} {'cpu p50':>8s}  (cpu: whole server process)")
     for name, (walls, cpus) in rows.items():
         print(f"{name:8s} {statistics.median(walls):8.3f}s {min(walls):8.3f}s {statistics.median(cpus):7.3f}s")
 
