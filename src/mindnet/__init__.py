@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "api",
     "MAX_GRAPH_DEPTH": "api", "vault_relative": "api",
     "Hit": "search", "Context": "search", "Citation": "search", "SearchFilters": "search", "MODES": "search",
+    "snippet": "search",
     # settings and errors
     "Settings": "config", "load_settings": "config", "store_dir": "config", "prepare_store_dir": "config",
     "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors", "InputError": "errors",
@@ -90,6 +91,7 @@ __all__ = [
     "read_vault",
     "remove_address",
     "run_lint",
+    "snippet",
     "socket_path",
     "store_dir",
     "vault_relative",
@@ -131,7 +133,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from .lint import LintRun, format_findings, parse_codes, run_lint
     from .lint import summary_line as lint_summary_line
     from .points import chunk_payload
-    from .search import MODES, Citation, Context, Hit, SearchFilters
+    from .search import MODES, Citation, Context, Hit, SearchFilters, snippet
     from .service import Resident
     from .sync import ImportSummary, Progress
     from .vault import Note, NoteProblem, VaultResult, read_vault

@@ -21,7 +21,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
@@ -40,7 +40,7 @@ from .markdown import parse_blocks
 from .note_cache import NoteCache
 from .points import DENSE_VECTOR, E5_VECTOR
 from .quality_tier import E5_MODEL, E5Mark, e5_available, fill_e5
-from .search import Context, Hit, Searcher
+from .search import Context, Hit, Searcher, fuse_hits
 from .store import Equals, Filter, Store, copy_store
 from .sync import (
     NOTES_CACHE,
@@ -155,7 +155,7 @@ def linked_notes(
         raise MindnetError(f"unknown graph view {view!r}; one of {', '.join(GRAPH_VIEWS)}")
     rows: dict[tuple[str, str, str], dict[str, Any]] = {}
     for e in edges:
-        if e.kind == "backlink" and e.source_id == note_id and view != "references":
+        if e.kind == "backlink" and e.source_id == note_id and view in ("neighbors", "backlinks"):
             key = (e.target_id, "backlink", "in")
         elif e.note_id == note_id and e.kind not in STRUCTURAL_KINDS and e.kind != "backlink" and view != "backlinks":
             if e.target_id == note_id or (view == "unresolved" and e.status != "unresolved"):
@@ -199,6 +199,39 @@ def note_sections(fulltext: str, payload: dict[str, Any]) -> list[dict[str, Any]
         {"level": b.level, "title": b.title, "line": first - 1 + line_of(starts, b.char_start)}
         for b in parse_blocks(fulltext) if b.kind == "heading"
     ]
+
+
+def section_paths(sections: list[dict[str, Any]], last_line: int) -> list[dict[str, Any]]:
+    """`note_sections` with each heading's section path (as chunks carry it) and last line.
+
+    The path leaves H1 out, as R7 does (`/` is what precedes the first H2); a section ends
+    where the next heading of its level or a higher one starts.
+    """
+    out: list[dict[str, Any]] = []
+    stack: list[tuple[int, str]] = []
+    for s in sections:
+        level = int(s["level"])
+        stack = [(lvl, title) for lvl, title in stack if lvl < level]
+        stack.append((level, str(s["title"])))
+        path = "/" + "/".join(title for lvl, title in stack if lvl >= 2)
+        out.append({**s, "path": path, "end_line": last_line})
+    for i, s in enumerate(out):
+        later = [t["line"] - 1 for t in out[i + 1 :] if t["level"] <= s["level"]]
+        if later:
+            s["end_line"] = max(s["line"], later[0])
+    return out
+
+
+def _pick_section(sections: list[dict[str, Any]], wanted: str, title: str) -> dict[str, Any]:
+    """The section named by a title or a path, case-insensitive; a miss lists the closest ones."""
+    key = wanted.strip().casefold()
+    for s in sections:
+        if key in (str(s["path"]).casefold(), str(s["title"]).casefold()):
+            return s
+    names = [str(s["path"]) for s in sections]
+    close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.0)
+    raise NotFoundError(f"no section {wanted!r} in {title!r}; sections: {', '.join(names) or '(none)'}",
+                        [{"section": name} for name in close])
 
 
 def note_from_text(text: str, settings: Settings, path: str = "<stdin>") -> Note:
@@ -487,6 +520,66 @@ class Index:
         return {"note": payload, "fulltext": fulltext, "sections": note_sections(fulltext, payload),
                 "chunks": chunks}
 
+    def read(self, ref: str, *, section: str | None = None, lines: tuple[int, int] | None = None) -> dict[str, Any]:
+        """A note's text for a reader who will quote it: whole, one section, or a range of file lines.
+
+        `section` is a heading's title or its section path (`/H2/H3`, as hits carry it); the
+        section runs to the next heading of the same or a higher level. `lines` are 1-based file
+        lines, both included, clipped to the note's body. The answer says which lines it covers,
+        so a citation can point at them.
+
+        Raises:
+            NotFoundError: no such note (suggestions: the closest notes) or no such section
+                (suggestions: the note's sections).
+            MindnetError: a path leaving the vault, or an empty line range.
+        """
+        if section is not None and lines is not None:
+            raise MindnetError("give a section or a line range, not both")
+        found = self.note(ref)
+        note, fulltext = found["note"], found["fulltext"]
+        first = int(note.get("body_line", 1))
+        body = fulltext.split("\n")
+        sections = section_paths(found["sections"], first + len(body) - 1)
+        start, end, chosen = first, first + len(body) - 1, None
+        if section is not None:
+            chosen = _pick_section(sections, section, str(note.get("title", ref)))
+            start, end = chosen["line"], chosen["end_line"]
+        elif lines is not None:
+            start, end = max(lines[0], first), min(lines[1], first + len(body) - 1)
+            if lines[0] > lines[1] or start > end:
+                raise MindnetError(f"lines {lines[0]}-{lines[1]}: the note's body spans lines {first}-"
+                                   f"{first + len(body) - 1}")
+        keep = ("note_id", "title", "path", "type", "status", "tags", "aliases", "lang", "created", "updated")
+        return {
+            "note": {key: note.get(key) for key in keep},
+            "section": chosen["path"] if chosen else None,
+            "line_start": start,
+            "line_end": end,
+            "text": "\n".join(body[start - first : end - first + 1]),
+            "sections": sections,
+        }
+
+    def overview(self, top: int = 10) -> dict[str, Any]:
+        """What the vault holds at a glance: counts, languages, note types and the most used tags.
+
+        Read from the notes' payload indexes alone (facets), so it costs milliseconds at any size;
+        an agent's MCP session opens with it as the server's description of the vault.
+        """
+        empty: dict[str, Any] = {"vault": self.vault.root.name, "notes": 0, "chunks": 0, "languages": {},
+                                 "types": {}, "tags": {}}
+        if not self.has_store():
+            return empty
+        store = self.store()
+        if store.meta() is None:
+            return empty
+
+        def most(key: str) -> dict[str, int]:
+            counts = store.facet("notes", key)
+            return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:top])
+
+        return empty | {"notes": store.count("notes"), "chunks": store.count("chunks"), "languages": most("lang"),
+                        "types": most("type"), "tags": most("tags")}
+
     def closest_notes(self, ref: str, n: int = 3) -> list[dict[str, str]]:
         """The `n` stored notes whose id, title or path is most like `ref` (for a miss)."""
         wanted = ref.casefold().removesuffix(".md")
@@ -527,6 +620,20 @@ class Index:
     def search(self, query: str, **options: Any) -> list[Hit]:
         """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note)."""
         return self.searcher().search(query, **options)
+
+    def search_many(self, queries: Sequence[str], *, k: int = 10, **options: Any) -> list[Hit]:
+        """Hits for one query, or for several wordings of one question fused by rank (`fuse_hits`).
+
+        Each query is searched with the same options; an agent that is unsure how the notes
+        phrase a thing can ask in two languages or two wordings at once.
+        """
+        wanted = [q for q in queries if q.strip()]
+        if not wanted:
+            raise MindnetError("give at least one non-empty query")
+        lists = [self.search(q, k=k, **options) for q in wanted]
+        if len(lists) == 1:
+            return lists[0]
+        return fuse_hits(lists, k, by_note=bool(options.get("by_note")))
 
     def context(self, query: str, *, budget: int = 2000, k: int = 12, **options: Any) -> Context:
         """A token-budgeted LLM context with citations for a query (R23)."""

@@ -470,6 +470,30 @@ def serve(
                watch=watch, e5=e5)
 
 
+@app.command("mcp")
+def mcp_(
+    vault: VaultArg = Path("."),
+    store: StoreOpt = None,
+    config: ConfigOpt = None,
+    e5: Annotated[bool, typer.Option("--e5/--no-e5", help="Fill the e5 tier in the background.")] = True,
+) -> None:
+    """An MCP server on stdin/stdout for LLM agents: search, read, related, context, status.
+
+    Talks to the `mindnet serve` of the store when one runs; otherwise it keeps the index open
+    itself and watches the vault. Only the protocol goes to stdout; logs go to stderr.
+    """
+    import logging
+
+    from .mcp import run_stdio
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = settings_for(vault, config, store=store)
+    if not vault.is_dir():
+        raise MindnetError(f"vault not found: {vault}")
+    run_stdio(vault, settings, e5=e5)
+
+
 @app.command("watch")
 def watch_(
     vault: VaultArg = Path("."),

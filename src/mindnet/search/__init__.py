@@ -4,7 +4,8 @@
 hits along the graph and returns `Hit` records with everything a citation needs; `fusion` turns
 those lists into one score per chunk (language-aware RRF, the e5 list, pseudo-relevance feedback,
 per-note aggregation) and is pure, so the benchmarks replay it over cached lists; `filters` turns
-`SearchFilters` into the store's `Filter`; `context` fits hits into a token budget with citations.
+`SearchFilters` into the store's `Filter`; `context` fits hits into a token budget with citations;
+`results` fuses several queries' hit lists and cuts snippets.
 The names are re-exported here, so `from mindnet.search import Searcher` keeps working.
 """
 
@@ -25,6 +26,7 @@ from .fusion import (
     title_match,
 )
 from .fusion import _Cand as _Cand
+from .results import fuse_hits, snippet
 from .searcher import MODES, Hit, Mode, Searcher
 
 __all__ = [
@@ -47,8 +49,10 @@ __all__ = [
     "build_context",
     "feedback_query",
     "fuse",
+    "fuse_hits",
     "note_fulltexts",
     "query_languages",
     "rrf_fuse",
+    "snippet",
     "title_match",
 ]

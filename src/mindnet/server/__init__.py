@@ -16,7 +16,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,8 @@ def serve(
     """
     import uvicorn
 
-    from .app import Guard, create_app
+    from ..mcp import http_app
+    from .app import Guard, Routed, create_app
 
     check_binding(host, api_key)
     folder = store_dir(vault, settings)
@@ -101,7 +102,9 @@ def serve(
     address = ServerAddress(url=url, socket=str(uds_path) if uds else None, pid=os.getpid(), host=host,
                             started=time.time(), vault=str(vault))
     resident.start()
-    app = create_app(resident, info={"url": url, "pid": os.getpid(), "socket": address.socket})
+    mcp_app, mcp_running = http_app(resident)
+    app = Routed(create_app(resident, info={"url": url, "pid": os.getpid(), "socket": address.socket}),
+                 {"/mcp": mcp_app})
     extra_hosts = frozenset() if is_loopback(host) or host in ("0.0.0.0", "::") else frozenset({host})
     servers = [(_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key),
                                             log_config=None, access_log=False, lifespan="off")), tcp)]
@@ -111,7 +114,7 @@ def serve(
                                                     log_config=None, access_log=False, lifespan="off")), uds))
     try:
         with _stop_on_signals([s for s, _ in servers]):
-            asyncio.run(_serve_all(servers, lambda: _published(folder, address, ready)))
+            asyncio.run(_serve_all(servers, lambda: _published(folder, address, ready), mcp_running))
     finally:
         log.info("shutting down: finishing the write in flight")
         resident.stop()
@@ -127,15 +130,18 @@ def _published(folder: Path, address: ServerAddress, ready: Any) -> None:
         ready(address)
 
 
-async def _serve_all(servers: list[tuple[Any, socket.socket]], on_ready: Any) -> None:
-    tasks = [asyncio.create_task(server.serve(sockets=[sock])) for server, sock in servers]
-    while not all(server.started for server, _ in servers):
-        if any(t.done() for t in tasks):
-            break
-        await asyncio.sleep(0.01)
-    else:
-        on_ready()
-    await asyncio.gather(*tasks)
+async def _serve_all(servers: list[tuple[Any, socket.socket]], on_ready: Any,
+                     running: Callable[[], contextlib.AbstractAsyncContextManager[None]]) -> None:
+    """Every socket's server inside `running` (the MCP endpoint's session manager)."""
+    async with running():
+        tasks = [asyncio.create_task(server.serve(sockets=[sock])) for server, sock in servers]
+        while not all(server.started for server, _ in servers):
+            if any(t.done() for t in tasks):
+                break
+            await asyncio.sleep(0.01)
+        else:
+            on_ready()
+        await asyncio.gather(*tasks)
 
 
 class _QuietServer:

@@ -36,6 +36,7 @@ log = logging.getLogger("mindnet.http")
 MAX_K = 100
 MAX_BUDGET = 32_000
 MAX_QUERY_CHARS = 2_000
+MAX_QUERIES = 8
 MAX_BODY_BYTES = 1 << 20
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -63,7 +64,8 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
 
     @app.get("/api/search", summary="Hybrid, dense or lexical search (the shape of `mindnet search --json`)")
     def search(
-        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS, description="The query.")],
+        q: Annotated[list[str], Query(min_length=1, max_length=MAX_QUERIES,
+                                      description="The query; several are fused by rank.")],
         k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
         mode: Annotated[str, Query(pattern="^(" + "|".join(MODES) + ")$")] = "hybrid",
         by_note: bool = False,
@@ -82,7 +84,9 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
             type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
             path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
         )
-        hits = index.search(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note)
+        if any(len(one) > MAX_QUERY_CHARS for one in q):
+            raise MindnetError(f"q: a query may have at most {MAX_QUERY_CHARS} characters")
+        hits = index.search_many(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note)
         return [dataclasses.asdict(h) for h in hits]
 
     @app.post("/api/context", summary="A token-budgeted context with citations (`mindnet context --json`)")
@@ -98,6 +102,21 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
     @app.get("/api/note", summary="A note by id, vault-relative path or title: payload, text, sections, chunks")
     def note(ref: Annotated[str, Query(min_length=1, max_length=1000)]) -> dict[str, Any]:
         return index.note(ref)
+
+    @app.get("/api/read", summary="A note's text: whole, one section or a line range, with its file lines")
+    def read(
+        ref: Annotated[str, Query(min_length=1, max_length=1000)],
+        section: Annotated[str | None, Query(max_length=1000)] = None,
+        start: Annotated[int | None, Query(ge=1)] = None,
+        end: Annotated[int | None, Query(ge=1)] = None,
+    ) -> dict[str, Any]:
+        if (start is None) != (end is None):
+            raise MindnetError("start and end: give both or neither")
+        return index.read(ref, section=section, lines=(start, end) if start is not None and end is not None else None)
+
+    @app.get("/api/overview", summary="What the vault holds: counts, languages, types, top tags")
+    def overview() -> dict[str, Any]:
+        return index.overview()
 
     @app.get("/api/graph", summary="Links, backlinks or unresolved links of a note, up to a depth")
     def graph(
@@ -142,6 +161,26 @@ def _errors(app: FastAPI) -> None:
     async def internal(_request: Request, exc: Exception) -> JSONResponse:
         log.error("internal error: %r", exc, exc_info=exc)
         return JSONResponse({"error": f"internal error ({type(exc).__name__}); see the server log"}, status_code=500)
+
+
+class Routed:
+    """The API, with other ASGI apps answering their own paths (the MCP endpoint at `/mcp`).
+
+    A plain dispatch on the path rather than a Starlette `Mount`, which would answer `/mcp`
+    (the address MCP clients are given) with a redirect to `/mcp/`.
+    """
+
+    def __init__(self, app: ASGIApp, mounts: dict[str, ASGIApp]) -> None:
+        self.app = app
+        self.mounts = mounts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = str(scope.get("path", ""))
+        for prefix, mounted in self.mounts.items():
+            if path == prefix or path.startswith(prefix + "/"):
+                await mounted(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class Guard:

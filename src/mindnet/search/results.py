@@ -1,0 +1,58 @@
+"""What is done with finished hits: one ranking from several queries' lists, and snippets.
+
+Pure functions over `Hit` records, for the interfaces that answer agents: an MCP `search` may
+carry several wordings of one question, and a result list shows a few words, not a whole chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from .searcher import Hit
+
+
+def fuse_hits(lists: Sequence[Sequence[Hit]], k: int, *, by_note: bool = False, rrf_k: int = 60) -> list[Hit]:
+    """One ranking from the hit lists of several queries (an agent's paraphrases of one question).
+
+    Reciprocal rank fusion over the lists' ranks, not their scores: a cosine, a BM25 score and an
+    RRF score of another query are not comparable. A hit keeps the fields of its best-ranked
+    occurrence; its score becomes the fused one. `rrf_k` is the classic 60 here, unlike the
+    in-query fusion's 5: the lists are answers to different wordings, none more trusted.
+    """
+    scores: dict[str, float] = {}
+    best: dict[str, Hit] = {}
+    for hits in lists:
+        for hit in hits:
+            key = hit.note_id if by_note else hit.chunk_id
+            scores[key] = scores.get(key, 0.0) + 1.0 / (rrf_k + hit.rank)
+            if key not in best or hit.rank < best[key].rank:
+                best[key] = hit
+    order = sorted(scores, key=lambda key: (-scores[key], best[key].rank, key))[:k]
+    return [replace(best[key], rank=rank, score=round(scores[key], 6)) for rank, key in enumerate(order, 1)]
+
+
+_WORD = re.compile(r"\w{3,}")
+
+
+def snippet(text: str, queries: Sequence[str], width: int = 240) -> str:
+    """About `width` characters of `text` around the first word of a query, on word boundaries.
+
+    What a result list shows so that an agent (or a person) sees why a chunk matched without
+    reading all of it; the whole chunk stays available through `read`.
+    """
+    flat = " ".join(text.split())
+    if len(flat) <= width:
+        return flat
+    words = {w.casefold() for q in queries for w in _WORD.findall(q)}
+    lowered = flat.casefold()
+    found = [pos for w in words if (pos := lowered.find(w)) >= 0]
+    start = max(0, min(found) - width // 4) if found else 0
+    start = min(start, len(flat) - width)
+    if start > 0:
+        start = flat.find(" ", start) + 1 or start
+    end = start + width
+    if end < len(flat):
+        end = flat.rfind(" ", start, end) if flat.rfind(" ", start, end) > start else end
+    return ("…" if start > 0 else "") + flat[start:end].strip() + ("…" if end < len(flat) else "")
