@@ -330,7 +330,8 @@ def parse_note(
         raise NoteError(rel, "empty file", 1)
     parts = fm.split(text)
     if parts.yaml_text is not None:
-        parsed = fm.parse(parts.yaml_text, rel, parts.yaml_line)
+        limits = fm.Limits(settings.frontmatter_max_nodes, settings.frontmatter_max_depth)
+        parsed = fm.parse(parts.yaml_text, rel, parts.yaml_line, limits)
         data, field_lines = parsed.data, parsed.field_lines
         warnings.extend(parsed.repairs)
     else:
