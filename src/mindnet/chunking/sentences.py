@@ -138,8 +138,12 @@ def sentence_spans(text: str, lang: str = "de") -> list[Span]:
     protected = _protected_regions(text)
     starts = [s for s, _ in protected]
     reach = list(accumulate((e for _, e in protected), max))
+    gap = (-1, -1, True)  # the last whitespace gap judged: sentencex cuts inside one gap share a verdict
     for cut in _sentencex_cuts(text, lang):
-        if not _vetoed(text, cut, starts, reach):
+        if not gap[0] <= cut <= gap[1]:
+            end, begin = _gap_around(text, cut)
+            gap = (end, begin, _vetoed(text, end, begin, starts, reach))
+        if not gap[2]:
             cuts.add(cut)
     spans: list[Span] = []
     bounds = [0, *sorted(cuts), len(text)]
@@ -216,14 +220,23 @@ def _glues(text: str, m: re.Match[str]) -> bool:
     return _LINE_PREFIX.fullmatch(text, line_start, m.start()) is not None
 
 
-def _vetoed(text: str, cut: int, starts: list[int], reach: list[int]) -> bool:
-    """Whether a sentencex cut must go: inside a protected region, or a soft line break."""
-    end = cut  # end of the previous sentence's last non-whitespace character
+def _gap_around(text: str, cut: int) -> tuple[int, int]:
+    """The whitespace run around a cut: (end of the previous sentence, start of the next)."""
+    end = cut
     while end > 0 and text[end - 1].isspace():
         end -= 1
-    begin = cut  # first non-whitespace character of the next sentence
+    begin = cut
     while begin < len(text) and text[begin].isspace():
         begin += 1
+    return end, begin
+
+
+def _vetoed(text: str, end: int, begin: int, starts: list[int], reach: list[int]) -> bool:
+    """Whether a sentencex cut in the gap `text[end:begin]` must go: inside a protected region, or a soft line break.
+
+    Judged once per gap: sentencex cuts a run of blank lines many times, and walking the run for
+    each cut was quadratic in its length.
+    """
     if end == 0 or begin == len(text):
         return False
     # A region [s, e) is split when it starts before the next sentence and ends after the last one.
