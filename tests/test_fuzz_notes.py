@@ -23,7 +23,7 @@ from mindnet.chunking.pipeline import chunk_note
 from mindnet.chunking.tokens import default_tokenizer
 from mindnet.config import Settings
 from mindnet.errors import NoteError
-from mindnet.sync import _jsonable
+from mindnet.points import jsonable as _jsonable
 from mindnet.vault import Note
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
