@@ -13,10 +13,13 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hostile
 from mindnet import frontmatter as fm
 from mindnet.api import note_from_text
+from mindnet.chunking import sentences
 from mindnet.chunking.sentences import sentence_spans
 from mindnet.config import Settings, load_settings
 from mindnet.errors import NoteError
@@ -141,9 +144,9 @@ def test_utf16_files_are_named_as_such(tmp_path: Path, data: bytes, reason: str)
 def test_note_from_text_reports_surrogates_like_the_file_bytes() -> None:
     raw = b"# t\n\nok\nbad \xff\xfe byte\n"
     expected = "<stdin>:4: invalid UTF-8 (byte 0xff at column 5); save the file as UTF-8"
-    for given in (raw, raw.decode("utf-8", "surrogateescape")):  # bytes, or what a lenient decoder hands over
+    for data in (raw, raw.decode("utf-8", "surrogateescape")):  # bytes, or what a lenient decoder hands over
         with pytest.raises(NoteError) as caught:
-            note_from_text(given, Settings())
+            note_from_text(data, Settings())
         assert caught.value.one_line() == expected
     with pytest.raises(NoteError, match="invalid UTF-8 \\(byte 0xed"):
         note_from_text("# t\n\ud800\n", Settings())
@@ -213,3 +216,21 @@ def test_use_input_is_capped_so_a_huge_oversize_chunk_cannot_exhaust_memory() ->
     assert line.startswith(capped) and default_tokenizer().count(capped) <= USE_MAX_TOKENS
     assert default_tokenizer().count(capped) > USE_MAX_TOKENS - 16
     assert _capped("short text") == "short text"
+
+
+_BRACKETS = st.sampled_from(["[", "[[", "]", "]]", "(", ")", "!", "a", " ", "\n", "\r", "](", "x](y)"])
+
+
+@given(st.lists(_BRACKETS, max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_linear_link_scanners_find_exactly_the_regex_matches(parts: list[str]) -> None:
+    text = "".join(parts)
+    assert sentences._wikilink_spans(text) == [m.span() for m in sentences._WIKILINK.finditer(text)]
+    assert sentences._markdown_link_spans(text) == [m.span() for m in sentences._MARKDOWN_LINK.finditer(text)]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("line", ["[", "[[a", "[a](b ", "[a]("])
+def test_sentence_split_is_linear_in_unclosed_brackets(line: str) -> None:
+    text = line * (300_000 // len(line))  # 100k brackets took minutes
+    assert "".join(text[a:b] for a, b in sentence_spans(text, "en")).replace(" ", "") == text.replace(" ", "")

@@ -181,9 +181,64 @@ def _sentencex_cuts(text: str, lang: str) -> list[int]:
 
 def _protected_regions(text: str) -> list[Span]:
     """Links, code and URLs, sorted by start; they may overlap."""
-    regions = [m.span() for rx in (_WIKILINK, _CODE_SPAN, _URL, _MARKDOWN_LINK) for m in rx.finditer(text)]
+    regions = [m.span() for rx in (_CODE_SPAN, _URL) for m in rx.finditer(text)]
+    regions.extend(_wikilink_spans(text))
+    regions.extend(_markdown_link_spans(text))
     regions.sort()
     return regions
+
+
+_LINE_END = re.compile(r"[\r\n]|\Z")
+_BRACKET_END = re.compile(r"[\]\r\n]|\Z")
+_PAREN_END = re.compile(r"[)\r\n]|\Z")
+
+
+def _wikilink_spans(text: str) -> list[Span]:
+    """The matches of `_WIKILINK`, found in linear time.
+
+    The regex retried every `[[` of a line and scanned each to the line's end: a line of 100k
+    brackets took minutes. Every `[[` of a line shares the first `]]` after it, so a line without
+    one is skipped whole.
+    """
+    spans: list[Span] = []
+    pos = 0
+    while (i := text.find("[[", pos)) >= 0:
+        line_end = _LINE_END.search(text, i).start()
+        close = text.find("]]", i + 2, line_end)
+        if close < 0:
+            pos = line_end
+            continue
+        start = i - 1 if i > pos and text[i - 1] == "!" else i
+        spans.append((start, close + 2))
+        pos = close + 2
+    return spans
+
+
+def _markdown_link_spans(text: str) -> list[Span]:
+    """The matches of `_MARKDOWN_LINK`, found in linear time (see `_wikilink_spans`).
+
+    Every `[` before the same `]` shares its fate, and every `](` before the same `)` shares its
+    closing paren, so each stretch of text is scanned a bounded number of times.
+    """
+    spans: list[Span] = []
+    pos = 0
+    paren: tuple[int, int] = (-1, -1)  # last scan for a `)`: (from, to)
+    while (i := text.find("[", pos)) >= 0:
+        close = _BRACKET_END.search(text, i + 1).start()
+        if close >= len(text) or text[close] != "]" or text[close + 1 : close + 2] != "(":
+            pos = max(close, i + 1)
+            continue
+        begin = close + 2
+        if not paren[0] <= begin <= paren[1]:
+            paren = (begin, _PAREN_END.search(text, begin).start())
+        end = paren[1]
+        if end >= len(text) or text[end] != ")":
+            pos = close
+            continue
+        start = i - 1 if i > pos and text[i - 1] == "!" else i
+        spans.append((start, end + 1))
+        pos = end + 1
+    return spans
 
 
 def _glued(text: str, end: int, begin: int) -> bool:
