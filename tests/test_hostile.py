@@ -234,3 +234,11 @@ def test_linear_link_scanners_find_exactly_the_regex_matches(parts: list[str]) -
 def test_sentence_split_is_linear_in_unclosed_brackets(line: str) -> None:
     text = line * (300_000 // len(line))  # 100k brackets took minutes
     assert "".join(text[a:b] for a, b in sentence_spans(text, "en")).replace(" ", "") == text.replace(" ", "")
+
+
+@pytest.mark.timeout(60)
+def test_link_extraction_is_linear_in_backtick_runs() -> None:
+    from mindnet.links import extract_links
+
+    text = "# x\n\n" + "`a " * 400_000 + "[[target]]\n"  # each backtick searched to the paragraph's end
+    assert [link.target for link in extract_links(text)] == ["target"]
