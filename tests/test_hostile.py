@@ -7,6 +7,7 @@ speed assertion.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,13 +19,14 @@ from hypothesis import strategies as st
 
 import hostile
 from mindnet import frontmatter as fm
+from mindnet import vault as vault_module
 from mindnet.api import note_from_text
 from mindnet.chunking import sentences
 from mindnet.chunking.sentences import sentence_spans
 from mindnet.config import Settings, load_settings
 from mindnet.errors import NoteError
 from mindnet.note_cache import NoteCache
-from mindnet.text import normalise
+from mindnet.text import normalise, without_fences
 from mindnet.vault import parse_note, read_vault
 
 BOMB = hostile.yaml_bomb()
@@ -242,3 +244,25 @@ def test_link_extraction_is_linear_in_backtick_runs() -> None:
 
     text = "# x\n\n" + "`a " * 400_000 + "[[target]]\n"  # each backtick searched to the paragraph's end
     assert [link.target for link in extract_links(text)] == ["target"]
+
+
+_OLD_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
+"""The one-regex H1 form, quadratic in long space runs; kept here as the reference for its titles."""
+
+
+@given(st.lists(st.sampled_from(["#", " ", "\t", "a", "\n", "##", " #", "  ", "x y", "```\n"]), max_size=16))
+@settings(max_examples=300, deadline=None)
+def test_first_h1_titles_match_the_reference_regex(parts: list[str]) -> None:
+    text = "".join(parts)
+    reference = _OLD_H1.search(without_fences(text, ""))
+    assert vault_module._first_h1(text) == (reference.group(1).strip() if reference else None)
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(
+    "body",
+    ["# a" + " " * 300_000 + "b\n\ntext\n", "[[a" * 300_000, "](" * 500_000, "# x\n\n" + "[" * 1_000_000],
+)
+def test_title_and_language_are_linear_in_hostile_lines(body: str) -> None:
+    note = parse_note(body, "a.md", Settings(), lambda: "2020-01-01")  # 20k spaces in a heading took 10 s
+    assert note.title and note.lang in ("de", "en")

@@ -106,7 +106,10 @@ class VaultResult:
 REQUIRED_FIELDS = ("title", "id", "type", "status", "created", "tags")
 EXCLUDED_DIRS = frozenset({".obsidian", ".trash", ".git", ".mindnet"})
 IGNORE_FILE = ".mindnetignore"
-_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
+_H1 = re.compile(r"^ {0,3}#[ \t]([^\n]+)$", re.M)
+"""An ATX H1 line; its closing hashes are removed in code. The one-regex form `[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$`
+backtracked quadratically on a heading holding a long run of spaces (20k spaces: 10 s)."""
+_CLOSING_HASHES = re.compile(r"(?<=[^ \t])[ \t]+#+$")
 _BOM = "\ufeff"
 
 
@@ -481,7 +484,9 @@ def _frontmatter_link_targets(data: dict[str, Any]) -> tuple[str, ...]:
 def _first_h1(body: str) -> str | None:
     masked = without_fences(body.replace("\r\n", "\n").replace("\r", "\n"), "")
     m = _H1.search(masked)
-    return m.group(1).strip() if m else None
+    if not m:
+        return None
+    return _CLOSING_HASHES.sub("", m.group(1).strip(" \t")).strip()
 
 
 def _now_iso() -> str:
