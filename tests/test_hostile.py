@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,18 @@ def test_first_h1_titles_match_the_reference_regex(parts: list[str]) -> None:
 def test_title_and_language_are_linear_in_hostile_lines(body: str) -> None:
     note = parse_note(body, "a.md", Settings(), lambda: "2020-01-01")  # 20k spaces in a heading took 10 s
     assert note.title and note.lang in ("de", "en")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("unit", ["`", "«", "![a](", "``a `"])
+def test_sentence_split_is_linear_in_quote_like_runs(unit: str) -> None:
+    text = unit * (1_000_000 // len(unit))  # sentencex is quadratic here: 200 KB of backticks took 13 s
+    spans = sentence_spans(text, "en")
+    assert spans and spans[0][0] == 0 and spans[-1][1] == len(text.rstrip())
+    assert all(a < b <= c for (a, b), (c, _) in pairwise(spans))
+
+
+def test_long_text_windows_keep_the_cuts_of_ordinary_prose() -> None:
+    prose = "Das ist ein Satz. Hier kommt noch einer, z. B. mit Abkürzung. Und am 3. Mai ein dritter! "
+    text = prose * (3 * sentences.SENTENCEX_WHOLE // len(prose))
+    assert sentences._sentencex_cuts(text, "de") == sentences._sentencex_text_cuts(text, "de")
