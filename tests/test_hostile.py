@@ -282,3 +282,13 @@ def test_long_text_windows_keep_the_cuts_of_ordinary_prose() -> None:
     prose = "Das ist ein Satz. Hier kommt noch einer, z. B. mit Abkürzung. Und am 3. Mai ein dritter! "
     text = prose * (3 * sentences.SENTENCEX_WHOLE // len(prose))
     assert sentences._sentencex_cuts(text, "de") == sentences._sentencex_text_cuts(text, "de")
+
+
+@pytest.mark.timeout(120)
+def test_packing_a_long_list_of_structured_items_is_linear() -> None:
+    from mindnet.chunking.pipeline import chunk_note
+
+    body = "# x\n\n" + "- ```\n" * 300_000  # each chunk scanned the whole list for its next boundary: minutes
+    note = parse_note(body, "a.md", Settings(languages=("en",)), lambda: "2020-01-01")
+    chunks = chunk_note(note, Settings(languages=("en",)))
+    assert chunks and chunks[-1].char_end == len(body.rstrip())
