@@ -54,7 +54,7 @@ from .sync import (
     store_dir,
 )
 from .text import line_of, line_starts
-from .vault import Note, NoteProblem, VaultResult, parse_note, read_vault
+from .vault import Note, NoteProblem, VaultResult, decode_note, parse_note, read_vault
 
 
 class Vault:
@@ -234,12 +234,30 @@ def _pick_section(sections: list[dict[str, Any]], wanted: str, title: str) -> di
                         [{"section": name} for name in close])
 
 
-def note_from_text(text: str, settings: Settings, path: str = "<stdin>") -> Note:
-    """A note that exists only as text (stdin of `mindnet-chunk`)."""
+def note_from_text(text: str | bytes, settings: Settings, path: str = "<stdin>") -> Note:
+    """A note that exists only as text (stdin of `mindnet-chunk`), checked as a file's bytes would be.
+
+    Text is taken back to bytes first (the lone surrogates a lenient stdin decoder leaves become the
+    bytes they stand for), so bad input gets the same one-line report as a file with those bytes (R3).
+
+    Raises:
+        NoteError: empty input, or bytes a note file could not hold.
+    """
     check_settings(settings)
-    if not text.strip():
+    raw = _as_bytes(text)
+    decoded = decode_note(raw, path, settings.max_file_bytes)
+    if not decoded.strip():
         raise NoteError(path, "empty input", 1)
-    return parse_note(text.removeprefix("\ufeff"), path, settings)
+    return parse_note(decoded.removeprefix("\ufeff"), path, settings)
+
+
+def _as_bytes(text: str | bytes) -> bytes:
+    if isinstance(text, bytes):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape")  # U+DC80..U+DCFF: the undecodable bytes themselves
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")  # other lone surrogates: invalid UTF-8 as well
 
 
 @dataclass(frozen=True, slots=True)

@@ -626,9 +626,11 @@ def chunk(
     if not paths or paths == ["-"]:
         settings = settings_for(vault, config, **flags)
         try:
-            note = note_from_text(sys.stdin.read(), settings)
+            stdin: Any = getattr(sys.stdin, "buffer", sys.stdin)  # bytes, so bad input is judged like a file's
+            note = note_from_text(stdin.read(), settings)
         except NoteError as exc:
-            _say(exc.one_line())
+            where = f"{exc.path}:{exc.line}" if exc.line is not None else exc.path
+            _say(f"{where}: error: {exc.reason}")  # the line a file with the same bytes gets
             raise typer.Exit(1) from None
         _emit(chunk_note(note, settings))
         return

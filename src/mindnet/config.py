@@ -72,6 +72,10 @@ class Settings:
 
     languages: tuple[str, ...] = ("de", "en")
     max_file_bytes: int = 5 * 1024 * 1024
+    frontmatter_max_nodes: int = 10_000
+    """Frontmatter values counted with YAML aliases expanded; a note over it is skipped ("billion laughs")."""
+    frontmatter_max_depth: int = 64
+    """Nesting of frontmatter lists and mappings; a note nested deeper is skipped."""
     strict: bool = False
     strategy: str = "structure"
     profiles: Mapping[str, Profile] = field(default_factory=lambda: dict(DEFAULT_PROFILES))
@@ -284,6 +288,8 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
 _FIELD_KINDS: dict[str, Any] = {
     "languages": "tuple",
     "max_file_bytes": int,
+    "frontmatter_max_nodes": int,
+    "frontmatter_max_depth": int,
     "strict": bool,
     "quality_tier": bool,
     "embed_title_prefix": bool,

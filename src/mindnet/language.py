@@ -18,7 +18,9 @@ from typing import Any
 from .text import without_fences
 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
-_LINK_SYNTAX = re.compile(r"\[\[[^\]]*\]\]|\]\([^)]*\)|https?://\S+")
+_LINK_SYNTAX = re.compile(r"\[\[[^\]]{0,300}\]\]|\]\([^)]{0,500}\)|https?://\S+")
+"""Link syntax left out of language detection. The lengths are bounded: unbounded, every `[[` or `](`
+of a note without closing brackets was scanned to the end of the text (quadratic)."""
 
 MIN_CHARS_FOR_DETECTION = 80
 """Below this, a chunk's language guess is noise; it inherits the note's language (R6)."""

@@ -170,6 +170,7 @@ def _inline_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     """Code spans and comments in a fence-free region, scanned left to right (first opener wins)."""
     spans: list[tuple[int, int]] = []
     pos = start
+    paragraph_end = -1  # where the paragraph holding `pos` ends, found once per paragraph
     while pos < end:
         m = _INLINE_OPENERS.search(text, pos, end)
         if m is None:
@@ -182,7 +183,10 @@ def _inline_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
             close = text.find("-->", m.end(), end)
             stop = end if close < 0 else close + 3
         else:
-            stop = _code_span_end(text, m.end(), end, len(opener))
+            if paragraph_end < m.end():
+                limit = _BLANK_LINE.search(text, m.end(), end)
+                paragraph_end = limit.start() if limit else end
+            stop = _code_span_end(text, m.end(), paragraph_end, len(opener))
             if stop is None:
                 pos = m.end()
                 continue
@@ -191,13 +195,12 @@ def _inline_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return spans
 
 
-def _code_span_end(text: str, pos: int, end: int, width: int) -> int | None:
-    """End of a code span opened by `width` backticks: the next run of exactly that width.
+def _code_span_end(text: str, pos: int, stop: int, width: int) -> int | None:
+    """End of a code span opened by `width` backticks: the next run of exactly that width before `stop`.
 
-    A code span does not cross a blank line (it would leave its paragraph).
+    A code span does not cross a blank line (it would leave its paragraph), so `stop` is where the
+    paragraph ends; the caller finds it once per paragraph, not once per backtick (quadratic before).
     """
-    limit = _BLANK_LINE.search(text, pos, end)
-    stop = limit.start() if limit else end
     run = re.compile(r"`+")
     for m in run.finditer(text, pos, stop):
         if len(m.group()) == width:

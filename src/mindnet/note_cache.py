@@ -46,7 +46,8 @@ class NoteCache:
     def __init__(self, path: Path, settings: Settings) -> None:
         self.path = path
         self.key = json.dumps([SCHEMA, _reader_version(), settings.max_file_bytes, settings.strict,
-                               list(settings.languages)])
+                               list(settings.languages), settings.frontmatter_max_nodes,
+                               settings.frontmatter_max_depth])
         self.hits = 0
         self._rows: dict[str, tuple[StatKey, str | Note]] = {}
         """Path → (stat key, the note as JSON until first asked for, then the `Note`)."""

@@ -12,7 +12,9 @@ import unicodedata
 from dataclasses import dataclass
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
-_TRAILING_SPACE = re.compile(r"[ \t\f\v]+$", re.M)
+# The lookbehind makes a match start only where a run of spaces starts: without it, every position of
+# a long indentation run is tried and scanned to the run's end, quadratic in the run's length.
+_TRAILING_SPACE = re.compile(r"(?<![ \t\f\v])[ \t\f\v]+$", re.M)
 _HAS_TRAILING_SPACE = re.compile(r"[ \t\f\v](?:\n|\Z)")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 

@@ -106,7 +106,10 @@ class VaultResult:
 REQUIRED_FIELDS = ("title", "id", "type", "status", "created", "tags")
 EXCLUDED_DIRS = frozenset({".obsidian", ".trash", ".git", ".mindnet"})
 IGNORE_FILE = ".mindnetignore"
-_H1 = re.compile(r"^ {0,3}#[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$", re.M)
+_H1 = re.compile(r"^ {0,3}#[ \t]([^\n]+)$", re.M)
+"""An ATX H1 line; its closing hashes are removed in code. The one-regex form `[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$`
+backtracked quadratically on a heading holding a long run of spaces (20k spaces: 10 s)."""
+_CLOSING_HASHES = re.compile(r"(?<=[^ \t])[ \t]+#+$")
 _BOM = "\ufeff"
 
 
@@ -330,7 +333,8 @@ def parse_note(
         raise NoteError(rel, "empty file", 1)
     parts = fm.split(text)
     if parts.yaml_text is not None:
-        parsed = fm.parse(parts.yaml_text, rel, parts.yaml_line)
+        limits = fm.Limits(settings.frontmatter_max_nodes, settings.frontmatter_max_depth)
+        parsed = fm.parse(parts.yaml_text, rel, parts.yaml_line, limits)
         data, field_lines = parsed.data, parsed.field_lines
         warnings.extend(parsed.repairs)
     else:
@@ -377,16 +381,37 @@ def _read_text(path: Path, rel: str, limit: int) -> str:
     try:
         size = path.stat().st_size
         if size > limit:
-            raise NoteError(rel, f"file is {size / 1e6:.1f} MB, over the {limit / 1e6:.1f} MB limit (max_file_bytes)")
+            raise NoteError(rel, _too_big(size, limit))
         raw = path.read_bytes()
     except NoteError:
         raise
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
+    return decode_note(raw, rel, limit)
+
+
+def _too_big(size: int, limit: int) -> str:
+    return f"file is {size / 1e6:.1f} MB, over the {limit / 1e6:.1f} MB limit (max_file_bytes)"
+
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
+
+
+def decode_note(raw: bytes, rel: str, limit: int) -> str:
+    """The text of a note's bytes, from a file or stdin, so both report bad bytes the same way (R3).
+
+    Raises:
+        NoteError: over `limit` bytes, a UTF-16/32 file, a NUL byte, or invalid UTF-8, with the line.
+    """
+    if len(raw) > limit:
+        raise NoteError(rel, _too_big(len(raw), limit))
+    if raw.startswith(_UTF16_BOMS):
+        raise NoteError(rel, "UTF-16 or UTF-32 file (byte order mark); save the file as UTF-8", 1)
     nul = raw.find(b"\x00")
-    if nul >= 0 and not raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if nul >= 0:
         line = raw.count(b"\n", 0, nul) + 1
-        raise NoteError(rel, "NUL byte in file (binary file or wrong encoding)", line)
+        hint = "; it looks like UTF-16, save the file as UTF-8" if _looks_utf16(raw) else ""
+        raise NoteError(rel, f"NUL byte in file (binary file or wrong encoding){hint}", line)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -395,6 +420,12 @@ def _read_text(path: Path, rel: str, limit: int) -> str:
         raise NoteError(
             rel, f"invalid UTF-8 (byte 0x{raw[exc.start]:02x} at column {col}); save the file as UTF-8", line
         ) from None
+
+
+def _looks_utf16(raw: bytes) -> bool:
+    """ASCII text saved as UTF-16 without a byte order mark: every other byte of its start is NUL."""
+    head = raw[:64]
+    return len(head) >= 4 and (not any(head[1::2]) or not any(head[0::2]))
 
 
 def _blank(value: Any) -> bool:
@@ -453,7 +484,9 @@ def _frontmatter_link_targets(data: dict[str, Any]) -> tuple[str, ...]:
 def _first_h1(body: str) -> str | None:
     masked = without_fences(body.replace("\r\n", "\n").replace("\r", "\n"), "")
     m = _H1.search(masked)
-    return m.group(1).strip() if m else None
+    if not m:
+        return None
+    return _CLOSING_HASHES.sub("", m.group(1).strip(" \t")).strip()
 
 
 def _now_iso() -> str:

@@ -138,8 +138,12 @@ def sentence_spans(text: str, lang: str = "de") -> list[Span]:
     protected = _protected_regions(text)
     starts = [s for s, _ in protected]
     reach = list(accumulate((e for _, e in protected), max))
+    gap = (-1, -1, True)  # the last whitespace gap judged: sentencex cuts inside one gap share a verdict
     for cut in _sentencex_cuts(text, lang):
-        if not _vetoed(text, cut, starts, reach):
+        if not gap[0] <= cut <= gap[1]:
+            end, begin = _gap_around(text, cut)
+            gap = (end, begin, _vetoed(text, end, begin, starts, reach))
+        if not gap[2]:
             cuts.add(cut)
     spans: list[Span] = []
     bounds = [0, *sorted(cuts), len(text)]
@@ -153,8 +157,31 @@ def sentence_spans(text: str, lang: str = "de") -> list[Span]:
     return spans
 
 
+SENTENCEX_WHOLE = 20_000
+"""Texts up to this many chars go to sentencex whole; longer ones in overlapping windows.
+
+sentencex is quadratic in runs of quote-like characters (200 KB of backticks: 13 s, 5 MB: hours).
+Paragraphs and list items are split one by one, and none of the shared corpora's comes near this."""
+_WINDOW = 4_000
+"""Cuts kept from each window of a long text..."""
+_MARGIN = 500
+"""...which sentencex sees with this much context either side, so a cut near a window edge is judged
+as it would be in the whole text (a sentence start needs only a few chars of context)."""
+
+
 def _sentencex_cuts(text: str, lang: str) -> list[int]:
     """Offsets where sentencex starts a new sentence (after the previous one's trailing space)."""
+    if len(text) <= SENTENCEX_WHOLE:
+        return _sentencex_text_cuts(text, lang)
+    cuts: list[int] = []
+    for core in range(0, len(text), _WINDOW):
+        begin, end = max(0, core - _MARGIN), min(len(text), core + _WINDOW + _MARGIN)
+        found = (begin + c for c in _sentencex_text_cuts(text[begin:end], lang))
+        cuts.extend(c for c in found if core <= c < core + _WINDOW)
+    return cuts
+
+
+def _sentencex_text_cuts(text: str, lang: str) -> list[int]:
     if not text:
         return []
     boundaries = get_sentence_boundaries(lang, text)
@@ -177,9 +204,64 @@ def _sentencex_cuts(text: str, lang: str) -> list[int]:
 
 def _protected_regions(text: str) -> list[Span]:
     """Links, code and URLs, sorted by start; they may overlap."""
-    regions = [m.span() for rx in (_WIKILINK, _CODE_SPAN, _URL, _MARKDOWN_LINK) for m in rx.finditer(text)]
+    regions = [m.span() for rx in (_CODE_SPAN, _URL) for m in rx.finditer(text)]
+    regions.extend(_wikilink_spans(text))
+    regions.extend(_markdown_link_spans(text))
     regions.sort()
     return regions
+
+
+_LINE_END = re.compile(r"[\r\n]|\Z")
+_BRACKET_END = re.compile(r"[\]\r\n]|\Z")
+_PAREN_END = re.compile(r"[)\r\n]|\Z")
+
+
+def _wikilink_spans(text: str) -> list[Span]:
+    """The matches of `_WIKILINK`, found in linear time.
+
+    The regex retried every `[[` of a line and scanned each to the line's end: a line of 100k
+    brackets took minutes. Every `[[` of a line shares the first `]]` after it, so a line without
+    one is skipped whole.
+    """
+    spans: list[Span] = []
+    pos = 0
+    while (i := text.find("[[", pos)) >= 0:
+        line_end = _LINE_END.search(text, i).start()
+        close = text.find("]]", i + 2, line_end)
+        if close < 0:
+            pos = line_end
+            continue
+        start = i - 1 if i > pos and text[i - 1] == "!" else i
+        spans.append((start, close + 2))
+        pos = close + 2
+    return spans
+
+
+def _markdown_link_spans(text: str) -> list[Span]:
+    """The matches of `_MARKDOWN_LINK`, found in linear time (see `_wikilink_spans`).
+
+    Every `[` before the same `]` shares its fate, and every `](` before the same `)` shares its
+    closing paren, so each stretch of text is scanned a bounded number of times.
+    """
+    spans: list[Span] = []
+    pos = 0
+    paren: tuple[int, int] = (-1, -1)  # last scan for a `)`: (from, to)
+    while (i := text.find("[", pos)) >= 0:
+        close = _BRACKET_END.search(text, i + 1).start()
+        if close >= len(text) or text[close] != "]" or text[close + 1 : close + 2] != "(":
+            pos = max(close, i + 1)
+            continue
+        begin = close + 2
+        if not paren[0] <= begin <= paren[1]:
+            paren = (begin, _PAREN_END.search(text, begin).start())
+        end = paren[1]
+        if end >= len(text) or text[end] != ")":
+            pos = close
+            continue
+        start = i - 1 if i > pos and text[i - 1] == "!" else i
+        spans.append((start, end + 1))
+        pos = end + 1
+    return spans
 
 
 def _glued(text: str, end: int, begin: int) -> bool:
@@ -216,14 +298,23 @@ def _glues(text: str, m: re.Match[str]) -> bool:
     return _LINE_PREFIX.fullmatch(text, line_start, m.start()) is not None
 
 
-def _vetoed(text: str, cut: int, starts: list[int], reach: list[int]) -> bool:
-    """Whether a sentencex cut must go: inside a protected region, or a soft line break."""
-    end = cut  # end of the previous sentence's last non-whitespace character
+def _gap_around(text: str, cut: int) -> tuple[int, int]:
+    """The whitespace run around a cut: (end of the previous sentence, start of the next)."""
+    end = cut
     while end > 0 and text[end - 1].isspace():
         end -= 1
-    begin = cut  # first non-whitespace character of the next sentence
+    begin = cut
     while begin < len(text) and text[begin].isspace():
         begin += 1
+    return end, begin
+
+
+def _vetoed(text: str, end: int, begin: int, starts: list[int], reach: list[int]) -> bool:
+    """Whether a sentencex cut in the gap `text[end:begin]` must go: inside a protected region, or a soft line break.
+
+    Judged once per gap: sentencex cuts a run of blank lines many times, and walking the run for
+    each cut was quadratic in its length.
+    """
     if end == 0 or begin == len(text):
         return False
     # A region [s, e) is split when it starts before the next sentence and ends after the last one.

@@ -156,7 +156,7 @@ def entry_of(note: Note, key: StatKey) -> IndexEntry:
 
 def _key(settings: Settings) -> str:
     """What must match for cached entries to be valid: the schema and every setting reading depends on."""
-    return f"{SCHEMA}:{settings.max_file_bytes}"
+    return f"{SCHEMA}:{settings.max_file_bytes}:{settings.frontmatter_max_nodes}:{settings.frontmatter_max_depth}"
 
 
 def _load(root: Path, settings: Settings) -> dict[str, IndexEntry]:
