@@ -251,6 +251,7 @@ def test_search_open_a_note_and_follow_a_backlink(page: Any, server: Server, sho
     page.wait_for_url("**/note?ref=gamma**")
     assert page.locator("#note-title").inner_text() == "Gamma"
     assert page.locator("#backlinks a", has_text="Delta").count() == 1
+    page.wait_for_selector("#graph svg")
     page.screenshot(path=str(shots / "04-backlink.png"), full_page=True)
 
     page.locator(".crumbs a").click()  # back to the results of the same query
@@ -265,14 +266,14 @@ def test_a_shared_url_shows_its_results_with_filters(page: Any, server: Server, 
     assert page.input_value("#lang") == "de"
     titles = page.locator(".result-title").all_inner_texts()
     assert titles and set(titles) == {"Delta"}  # only the German note passes the language filter
+    page.select_option("#lang", "")
     page.fill("#type", "howto")
-    page.fill("#q", "")
-    page.click("#q")
-    page.keyboard.type("steps", delay=30)
-    expect(page.locator("#results")).to_have_attribute("data-query", "steps")
-    assert "type=howto" in page.url
-    assert set(page.locator(".result-title").all_inner_texts()) <= {"Epsilon"}
+    type_query(page, "steps to follow")
+    assert "type=howto" in page.url and "lang=" not in page.url
+    assert page.locator(".result-title").all_inner_texts() == ["Epsilon"]  # the only howto note
     page.screenshot(path=str(shots / "05-filters.png"), full_page=True)
+    page.fill("#tag", "no-such-tag")
+    expect(page.locator("#summary")).to_have_text("No results for “steps to follow” with these filters.")
 
 
 def test_the_layout_holds_at_1280_and_400_pixels(page: Any, server: Server, shots: Path) -> None:
@@ -347,3 +348,16 @@ def test_the_page_needs_no_network(server: Server) -> None:
             assert "default-src 'none'" in policy and "script-src 'self'" in policy
         assert not re.search(r'(src|href)="(https?:)?//(?!example\.org)', body), path
         assert "@import" not in body and "url(http" not in body, path
+
+
+def test_the_status_strip_follows_the_watcher(page: Any, server: Server, shots: Path) -> None:
+    """Last in the module: it adds a note. The strip polls /api/status and shows the watcher's event."""
+    page.goto(server.url + "/")
+    expect(page.locator("#status")).to_have_attribute("data-ready", "true")
+    (server.vault / "zeta.md").write_text("# Zeta\n\nZeta counts migrating cranes in autumn.\n", encoding="utf-8")
+    notes = page.locator('#status [data-field="notes"]')
+    expect(notes).to_have_text(f"{len(NOTES) + 1} notes", timeout=120_000)
+    expect(page.locator('#status [data-field="event"]')).to_contain_text("zeta.md", timeout=120_000)
+    type_query(page, "migrating cranes")
+    assert page.locator(".result-title").first.inner_text() == "Zeta"
+    page.screenshot(path=str(shots / "10-watch.png"), full_page=True)

@@ -39,9 +39,9 @@ function showStatus(info) {
   if (!e5.enabled) set("e5", "e5 off");
   else if (e5.complete) set("e5", "e5 complete");
   else set("e5", `e5 ${e5.done}/${e5.total || "?"}`);
-  let event = resident.watching ? "watching" : "not watching";
+  let event = resident.watching ? "watching, no change yet" : "not watching";
   if (resident.importing) event = "importing…";
-  else if (resident.last_event) event = `${resident.last_event} (${ago(resident.last_event_at)})`;
+  else if (resident.last_event) event = `last change: ${resident.last_event} (${ago(resident.last_event_at)})`;
   set("event", event);
   strip.dataset.ready = "true";
 }
@@ -61,8 +61,9 @@ async function pollStatus() {
 // ---------------------------------------------------------------------------------------------
 
 function queryWords(query) {
-  const words = query.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) || [];
-  return [...new Set(words)].sort((a, b) => b.length - a.length);
+  const all = query.toLowerCase().match(/[\p{L}\p{N}]{2,}/gu) || [];
+  const long = all.filter((w) => w.length > 2);  // "to", "of", "im" would light up every line
+  return [...new Set(long.length ? long : all)].sort((a, b) => b.length - a.length);
 }
 
 function escapeRegExp(text) {
@@ -193,11 +194,18 @@ class Search {
     if (number !== this.latest) return false;
     const words = queryWords(query);
     this.summary.classList.remove("problem");
-    this.summary.textContent = query ? `${hits.length} result${hits.length === 1 ? "" : "s"} for “${query}”` : "";
+    this.summary.textContent = this.describe(hits.length, query);
     this.results.replaceChildren(...hits.map((hit, i) => resultItem(hit, i, words, query)));
     this.results.dataset.query = query;
     this.selected = -1;
     return true;
+  }
+
+  describe(count, query) {
+    if (!query) return "";
+    const filtered = ["type", "tag", "lang"].some((name) => this.form.querySelector(`#${name}`).value.trim());
+    if (!count) return `No results for “${query}”${filtered ? " with these filters" : ""}.`;
+    return `${count} result${count === 1 ? "" : "s"} for “${query}”${filtered ? " (filtered)" : ""}`;
   }
 
   key(event) {
@@ -233,18 +241,33 @@ function svg(tag, attrs, text) {
   return node;
 }
 
+// The note in the middle, its links on a ring, each second-hop note just outside the note it came through.
 function layout(rows, center) {
-  const nodes = new Map([[center, { id: center, depth: 0, x: 0, y: 0 }]]);
+  const nodes = new Map([[center, { id: center, depth: 0, x: 0, y: 0, angle: 0 }]]);
   for (const row of rows) {
     if (!nodes.has(row.note_id)) nodes.set(row.note_id, { id: row.note_id, depth: row.depth || 1, row });
   }
-  for (const depth of [1, 2]) {
-    const ring = [...nodes.values()].filter((n) => n.depth === depth);
-    ring.forEach((node, i) => {
-      const angle = (2 * Math.PI * i) / ring.length - Math.PI / 2 + (depth === 2 ? Math.PI / ring.length : 0);
-      const radius = depth === 1 ? 80 : 140;
-      node.x = Math.cos(angle) * radius;
-      node.y = Math.sin(angle) * radius * 0.8;
+  const place = (node, angle, radius) => {
+    node.angle = angle;
+    node.x = Math.cos(angle) * radius;
+    node.y = Math.sin(angle) * radius * 0.75;
+  };
+  const first = [...nodes.values()].filter((n) => n.depth === 1);
+  first.forEach((node, i) => place(node, (2 * Math.PI * i) / first.length - Math.PI / 2, 90));
+  const spread = Math.min(Math.PI / 2.5, (2 * Math.PI) / Math.max(first.length, 1)) * 0.8;
+  const children = new Map();
+  for (const node of nodes.values()) {
+    if (node.depth !== 2) continue;
+    const parent = nodes.get(node.row.via);
+    const key = parent && parent.depth === 1 ? parent.id : center;
+    if (!children.has(key)) children.set(key, []);
+    children.get(key).push(node);
+  }
+  for (const [parentId, kids] of children) {
+    const base = nodes.get(parentId).angle;
+    kids.forEach((node, j) => {
+      const offset = kids.length === 1 ? 0 : spread * (j / (kids.length - 1) - 0.5);
+      place(node, base + offset, 165);
     });
   }
   return nodes;
