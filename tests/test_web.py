@@ -230,7 +230,8 @@ def test_search_open_a_note_and_follow_a_backlink(page: Any, server: Server, sho
     page.screenshot(path=str(shots / "02-results.png"), full_page=True)
 
     page.keyboard.press("ArrowDown")  # the keyboard: focus moves to the first result, Enter opens it
-    assert first.get_attribute("aria-selected") == "true"
+    assert first.get_attribute("aria-current") == "true"
+    assert page.evaluate("document.activeElement.id") == "result-0"
     page.keyboard.press("Enter")
     page.wait_for_url("**/note?**")
     assert urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)["ref"] == ["alpha"]
@@ -274,6 +275,16 @@ def test_a_shared_url_shows_its_results_with_filters(page: Any, server: Server, 
     page.screenshot(path=str(shots / "05-filters.png"), full_page=True)
     page.fill("#tag", "no-such-tag")
     expect(page.locator("#summary")).to_have_text("No results for “steps to follow” with these filters.")
+
+
+def test_a_hostile_query_in_the_url_stays_text(page: Any, server: Server) -> None:
+    hostile = '"><img src=x onerror="window.pwned=3"><script>window.pwned=4</script>'
+    page.goto(server.url + "/?q=" + urllib.parse.quote(hostile))
+    expect(page.locator("#results")).to_have_attribute("data-query", hostile)
+    assert page.input_value("#q") == hostile
+    assert hostile in page.locator("#summary").inner_text()
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("main img, main script").count() == 0
 
 
 def test_the_layout_holds_at_1280_and_400_pixels(page: Any, server: Server, shots: Path) -> None:

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from .. import MindnetError, NotFoundError, Resident, __version__
+from .. import MindnetError, NotFoundError, Resident, StoreError, __version__
 from .render import note_href, render_note
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -63,6 +63,8 @@ def web_routes(resident: Resident) -> APIRouter:
             outgoing = index.graph(note_id, "references")
         except NotFoundError as exc:
             return page("error.html", 404, title="No such note", message=str(exc), suggestions=exc.suggestions, q=q)
+        except StoreError as exc:
+            return page("error.html", 503, title="The index is not ready", message=str(exc), suggestions=[], q=q)
         except MindnetError as exc:
             return page("error.html", 400, title="Not a note", message=str(exc), suggestions=[], q=q)
         hit_chunk = next((c for c in found["chunks"] if c.get("chunk_id") == chunk), None)

@@ -114,8 +114,7 @@ function noteUrl(hit, query) {
 }
 
 function resultItem(hit, index, words, query) {
-  const link = el("a", { href: noteUrl(hit, query), class: "result-link", id: `result-${index}`, role: "option",
-                         "aria-selected": "false" },
+  const link = el("a", { href: noteUrl(hit, query), class: "result-link", id: `result-${index}` },
     el("span", { class: "result-title" }, hit.title),
     el("span", { class: "result-section" }, hit.section_path === "/" ? hit.path : `${hit.path} › ${hit.section_path}`),
     el("span", { class: "result-snippet" }, highlighted(snippetOf(hit.text, words), words)),
@@ -133,7 +132,6 @@ class Search {
     this.latest = 0;        // the number of the newest request; older answers are dropped
     this.lastKey = null;    // performance.now() of the last input event
     this.selected = -1;
-    this.results.setAttribute("role", "listbox");
     form.addEventListener("input", () => this.changed());
     form.addEventListener("change", () => this.changed());
     form.addEventListener("submit", (event) => { event.preventDefault(); this.run(); });
@@ -222,7 +220,10 @@ class Search {
   }
 
   select(index, links) {
-    links.forEach((link, i) => link.setAttribute("aria-selected", String(i === index)));
+    links.forEach((link, i) => {
+      if (i === index) link.setAttribute("aria-current", "true");
+      else link.removeAttribute("aria-current");
+    });
     this.selected = index;
     if (index < 0) { this.box.focus(); return; }
     links[index].focus();
