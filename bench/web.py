@@ -1,11 +1,12 @@
 """The page's search as a person feels it: last keystroke → results on screen, in headless Chromium.
 
 Issue 17 asks for ≤ 200 ms p50 over 20 queries at 10k chunks. A slice of
-`../shared/corpora/msdocs-skype-teams-de` (the first N notes by path; 1,600 notes give about 10k
-chunks) is copied to a work folder and served by a real `mindnet serve` (real model, e5 off); Debian's
-Chromium (`/usr/bin/chromium`) types each query with 30 ms between keys, and the page itself records
-the time from the last input event to the rendered results (`window.mindnetTimings`). The figure
-includes the page's 150 ms debounce, since that is what a person waits for.
+`../shared/corpora/msdocs-skype-teams-de` (the first N notes by path; 1,600 notes gave 6,781
+chunks, so pass a larger `--notes` to reach 10k) is copied to a work folder and served by a real
+`mindnet serve` (real model, e5 off). Debian's Chromium (`/usr/bin/chromium`) types each query
+with 30 ms between keys, and the page itself records the time from the last input event to the
+rendered results (`window.mindnetTimings`). The figure includes the page's 150 ms debounce, since
+that is what a person waits for.
 
     .venv/bin/python bench/web.py [--notes 1600] [--work /tmp/mindnet-bench-web] [--json]
 """
