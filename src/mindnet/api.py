@@ -504,6 +504,28 @@ class Index:
             frontier = following
         return rows
 
+    def note_links(self, ref: str) -> list[dict[str, Any]]:
+        """Each link a note writes, as written, with what it resolved to (for rendering the note).
+
+        One row per outgoing link edge: `raw_links` (the links as written, `[[X|y]]`), `kind`,
+        `status` (`resolved`/`unresolved`), `note_id` (the target: a note id, or the slug of an
+        unresolved target), `anchor`, and the target's `path` and `title` when it is a note. A page
+        that renders the note's Markdown turns a written link into a link to its note with this,
+        without resolving anything itself.
+        """
+        store = self.store()
+        note_id = self._note_id(store, vault_relative(ref))
+        written = store.scroll("edges", Filter.all(Equals("note_id", note_id)))
+        edges = [edge_from_payload(p.id, p.payload) for p in written]
+        edges = [e for e in edges if e.raw_links and e.kind not in STRUCTURAL_KINDS and e.kind != "backlink"]
+        info = {p.id: p.payload for p in store.retrieve("notes", sorted({e.target_id for e in edges}))}
+        return [
+            {"raw_links": list(e.raw_links), "kind": e.kind, "status": e.status, "note_id": e.target_id,
+             "anchor": e.anchor, "path": info.get(e.target_id, {}).get("path"),
+             "title": info.get(e.target_id, {}).get("title")}
+            for e in sorted(edges, key=lambda e: e.edge_key)
+        ]
+
     def _hop(self, store: Store, note_id: str, view: str) -> list[dict[str, Any]]:
         edges = [
             edge_from_payload(p.id, p.payload)

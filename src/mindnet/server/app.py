@@ -30,6 +30,7 @@ from .. import (
     StoreError,
     __version__,
 )
+from ..web import web_routes
 
 log = logging.getLogger("mindnet.http")
 
@@ -130,6 +131,7 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
     def import_now(full: Annotated[bool, Body(embed=True)] = False) -> dict[str, Any]:
         return resident.request_import(full=full).result().as_dict()
 
+    app.include_router(web_routes(resident))
     _errors(app)
     return app
 
