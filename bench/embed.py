@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "cos_min": None if group_cos is None else float(group_cos.min()),
             }
             results.append(row)
-            cos_cells = [None, None] if group_cos is None else [f"{row['cos_mean']:.6f}", f"{row['cos_min']:.6f}"]
+            cos_cells = [None, None] if group_cos is None else [f"{row['cos_mean']:.7f}", f"{row['cos_min']:.7f}"]
             rows.append([group, name, len(idx), round(row["mean_tokens"]), row["chunks_per_s"], row["tokens_per_s"],
                          ratio, *cos_cells])
     load = os.getloadavg()[0]
