@@ -135,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     results: list[dict[str, Any]] = []
     for group, members in groups.items():
         idx = [i for sl in members for i in sl]
+        if not idx:  # fewer chunks than two slices: no short/long split
+            continue
 
         def per_repeat(name: str, members: list[list[int]] = members) -> list[float]:
             return [sum(seconds[name][r][s] for s in range(len(slices)) if slices[s] in members)
