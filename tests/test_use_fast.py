@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mindnet.embedding as embedding
+from conftest import corpus
 from mindnet.chunking.pipeline import chunk_note
 from mindnet.config import load_settings
 from mindnet.embedding import LoadAwareThreads, UseEmbedder
@@ -18,8 +17,6 @@ from mindnet.vault import read_vault
 
 pytest.importorskip("onnxruntime", reason="the onnx USE engine needs onnxruntime")
 pytest.importorskip("onnx", reason="the onnx USE engine builds its graph with onnx")
-
-CORPORA = Path(__file__).resolve().parents[2] / "shared" / "corpora"
 
 EDGE_TEXTS = [
     "",
@@ -35,7 +32,7 @@ def corpus_chunks(per_corpus: int = 80) -> list[str]:
     """Real chunks, as the importer cuts them, of about 40 notes spread over msdocs and over foam-docs."""
     texts: list[str] = []
     for folder in ("msdocs-skype-teams-de", "foam-docs/vault"):
-        root = CORPORA / folder
+        root = corpus(folder)
         config = load_settings(root)
         notes = sorted(read_vault(root, config).notes, key=lambda n: n.path)
         picked: list[str] = []
