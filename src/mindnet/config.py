@@ -88,7 +88,7 @@ class Settings:
     """Fill the e5 vector after each import. Off by default until search fuses it (issue 7)."""
     embed_title_prefix: bool = True
     threads: int = 0
-    """0 means one per core."""
+    """Forward-pass threads; 0: USE picks them from the measured load, e5 one per core."""
     store_path: str | None = None
     collection_prefix: str = "mindnet"
     qdrant_url: str | None = None

