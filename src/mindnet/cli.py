@@ -99,6 +99,17 @@ def _index(vault: Path, settings: Settings) -> Any:
     return Index(vault, settings)
 
 
+def _long_running(vault: Path, config: Path | None, store: Path | None) -> Settings:
+    """Settings for a command that runs until stopped (serve, watch, mcp), with logs on stderr."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = settings_for(vault, config, store=store)
+    if not vault.is_dir():
+        raise MindnetError(f"vault not found: {vault}")
+    return settings
+
+
 def _needs_local_store(vault: Path, settings: Settings, what: str) -> None:
     """Refuse what only the store's owner can do while a server owns it (Qdrant Edge is single-process)."""
     remote = _remote(vault, settings)
@@ -456,16 +467,11 @@ def serve(
     Other mindnet commands on the same store talk to it; Ctrl-C or SIGTERM finishes the write in
     flight and closes the store.
     """
-    import logging
     import os
 
     from .server import serve as run_server
 
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = settings_for(vault, config, store=store)
-    if not vault.is_dir():
-        raise MindnetError(f"vault not found: {vault}")
+    settings = _long_running(vault, config, store)
     run_server(vault, settings, host=host, port=port, api_key=os.environ.get("MINDNET_API_KEY") or None,
                watch=watch, e5=e5)
 
@@ -482,15 +488,10 @@ def mcp_(
     Talks to the `mindnet serve` of the store when one runs; otherwise it keeps the index open
     itself and watches the vault. Only the protocol goes to stdout; logs go to stderr.
     """
-    import logging
 
     from .mcp import run_stdio
 
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = settings_for(vault, config, store=store)
-    if not vault.is_dir():
-        raise MindnetError(f"vault not found: {vault}")
+    settings = _long_running(vault, config, store)
     run_stdio(vault, settings, e5=e5)
 
 
@@ -502,17 +503,12 @@ def watch_(
     e5: Annotated[bool, typer.Option("--e5/--no-e5", help="Fill the e5 tier in the background.")] = False,
 ) -> None:
     """Re-import notes as they change, without a server (Ctrl-C stops)."""
-    import logging
     import signal
     import threading
 
     from . import Resident
 
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = settings_for(vault, config, store=store)
-    if not vault.is_dir():
-        raise MindnetError(f"vault not found: {vault}")
+    settings = _long_running(vault, config, store)
     _needs_local_store(vault, settings, "mindnet watch")
     resident = Resident(vault, settings, watch=True, e5=e5)
     stopped = threading.Event()
