@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import MSDOCS, dump_json, table
 
 CLI = [sys.executable, "-c", "from mindnet.cli import main; main()"]
+RUN = f"{int(time.time()):x}"
 QUERIES = ("Besprechung planen", "Anrufweiterleitung einrichten", "Teams Räume Geräte", "Richtlinien für Chats",
            "Skype for Business Migration", "Gastzugriff aktivieren", "Telefonnummern zuweisen", "Livestream")
 
@@ -112,7 +113,7 @@ def save_to_searchable(server: Served, notes: list[Path], edits: int, offset: in
     seconds: list[float] = []
     for i in range(edits):
         note = notes[(i * 37 + offset) % len(notes)]
-        word = f"zqx{offset + i:05d}benchmark"
+        word = f"zqx{RUN}{offset + i:05d}benchmark"  # new in every run: a reused work folder holds old words
         with note.open("a", encoding="utf-8") as fh:
             fh.write(f"\n\nDieser Absatz enthält das Wort {word} für den Benchmark.\n")
         written = time.perf_counter()
