@@ -80,3 +80,15 @@ def test_e5_is_filled_only_when_asked(vault: Path) -> None:
         filled = index.import_vault(e5=True).chunks_embedded_e5
         assert filled == e5.calls > 0
         assert "fake-e5@1" in index.status().quality_tier
+
+
+def test_read_counts_lines_as_the_sections_do_with_any_line_break(tmp_path: Path) -> None:
+    """A note saved with lone CR line breaks: `read` cuts the same lines that `sections` number."""
+    root = tmp_path / "cr"
+    root.mkdir()
+    (root / "c.md").write_bytes(b"# Cee\r\rFirst paragraph.\r\r## Two\r\rSecond paragraph here.\r")
+    with Index(root, embedder=FakeEmbedder()) as index:
+        index.import_vault()
+        part = index.read("c", section="Two")
+        assert part["text"] == "## Two\r\rSecond paragraph here."
+        assert index.read("c", lines=(3, 3))["text"] == "First paragraph."

@@ -222,6 +222,16 @@ def section_paths(sections: list[dict[str, Any]], last_line: int) -> list[dict[s
     return out
 
 
+def _lines(text: str, starts: list[int], first: int, last: int) -> str:
+    """Lines `first..last` (0-based, both included) of `text`, without the final line break."""
+    end = starts[last + 1] if last + 1 < len(starts) else len(text)
+    chunk = text[starts[first] : end]
+    for eol in ("\r\n", "\n", "\r"):
+        if chunk.endswith(eol):
+            return chunk[: -len(eol)]
+    return chunk
+
+
 def _pick_section(sections: list[dict[str, Any]], wanted: str, title: str) -> dict[str, Any]:
     """The section named by a title or a path, case-insensitive; a miss lists the closest ones."""
     key = wanted.strip().casefold()
@@ -578,24 +588,24 @@ class Index:
         found = self.note(ref)
         note, fulltext = found["note"], found["fulltext"]
         first = int(note.get("body_line", 1))
-        body = fulltext.split("\n")
-        sections = section_paths(found["sections"], first + len(body) - 1)
-        start, end, chosen = first, first + len(body) - 1, None
+        starts = line_starts(fulltext)  # the same line breaks as the sections' line numbers (CRLF, CR, LF)
+        last = first + len(starts) - 1
+        sections = section_paths(found["sections"], last)
+        start, end, chosen = first, last, None
         if section is not None:
             chosen = _pick_section(sections, section, str(note.get("title", ref)))
             start, end = chosen["line"], chosen["end_line"]
         elif lines is not None:
-            start, end = max(lines[0], first), min(lines[1], first + len(body) - 1)
+            start, end = max(lines[0], first), min(lines[1], last)
             if lines[0] > lines[1] or start > end:
-                raise MindnetError(f"lines {lines[0]}-{lines[1]}: the note's body spans lines {first}-"
-                                   f"{first + len(body) - 1}")
+                raise MindnetError(f"lines {lines[0]}-{lines[1]}: the note's body spans lines {first}-{last}")
         keep = ("note_id", "title", "path", "type", "status", "tags", "aliases", "lang", "created", "updated")
         return {
             "note": {key: note.get(key) for key in keep},
             "section": chosen["path"] if chosen else None,
             "line_start": start,
             "line_end": end,
-            "text": "\n".join(body[start - first : end - first + 1]),
+            "text": _lines(fulltext, starts, start - first, end - first),
             "sections": sections,
         }
 
@@ -650,12 +660,9 @@ class Index:
         if self._searcher is None:
             if not self.has_store():
                 raise MindnetError(f"{self.vault.root} is not imported yet: run `mindnet import {self.vault.root}`")
-            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self._e5_for_search)
+            # The provider is asked once, on the first search that fuses e5: no model loads before.
+            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self.e5_embedder)
         return self._searcher
-
-    def _e5_for_search(self) -> Embedder | None:
-        """The e5 model, loaded only when a search first needs it (the store has e5 vectors)."""
-        return self.e5_embedder()
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note)."""
