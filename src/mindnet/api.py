@@ -51,6 +51,7 @@ from .sync import (
     open_local_store,
     open_server_store,
     open_store,
+    silent,
     store_dir,
 )
 from .text import line_of, line_starts
@@ -448,7 +449,7 @@ class Index:
 
     def _fill(self, tier: Embedder, progress: Progress | None, stop: Callable[[], bool] | None) -> int:
         """One run of the e5 phase; the mark is set only when no chunk is left without the vector."""
-        embedded, remaining = fill_e5(self.store(), tier, self.settings, progress or _silent, stop)
+        embedded, remaining = fill_e5(self.store(), tier, self.settings, progress or silent, stop)
         if not remaining:
             E5Mark(self.folder).set(tier.model_id)
         return embedded
@@ -724,10 +725,6 @@ class Index:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _silent(stage: str, done: int, total: int) -> None:
-    return None
 
 
 class _Serialised:

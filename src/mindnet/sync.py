@@ -237,12 +237,13 @@ def import_vault(
     started = time.perf_counter()
     if not vault.is_dir():
         raise VaultNotFoundError(str(vault))
-    summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or _silent, notes_cache)
+    summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache)
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 
 
-def _silent(stage: str, done: int, total: int) -> None:
+def silent(stage: str, done: int, total: int) -> None:
+    """The `Progress` of a caller that draws no bars."""
     return None
 
 
