@@ -372,7 +372,9 @@ def _tuning_label(t: SearchTuning) -> str:
     return (f"k={t.rrf_k} same={t.lexical_weight_same} other={t.lexical_weight_other} "
             f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight} "
             f"e5={t.e5_weight} use={t.use_weight_with_e5} "
-            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms} names={t.title_weight}")
+            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms} names={t.title_weight}"
+            + (" note-ranks" if t.note_ranks else "") + (" slots" if t.language_slots else "")
+            + (f" floor={t.dense_floor}" if t.dense_floor else ""))
 
 
 def run_grid(args: argparse.Namespace) -> None:
@@ -454,6 +456,12 @@ the default yet: on a 3-note store its flatter RRF scores let the note sum lift 
 chunks over the one dense match (tests/test_search.py::test_german_query_finds_english_note)."""
 
 
+def floor_tunings() -> list[SearchTuning]:
+    """`loo --floor`: the default and the proposed setting, each with dense floors 0 to 0.7."""
+    return list(dict.fromkeys(dataclasses.replace(t, dense_floor=floor) for t in (SearchTuning(), PROPOSED)
+                              for floor in (0.0, 0.25, 0.5, 0.7)))
+
+
 def loo_tunings() -> list[SearchTuning]:
     """The knob settings `loo` chooses from; the current default is among them.
 
@@ -466,11 +474,13 @@ def loo_tunings() -> list[SearchTuning]:
     out = [SearchTuning(), PROPOSED]
     for rrf_k in (5, 10, 20):
         for same in (0.5, 1.0, 1.5):
-            for note_sum in (0.0, 0.05):
+            for note_ranks, note_sum in ((False, 0.0), (False, 0.05), (True, 1.0)):
                 for feedback in (0.0, 0.25, 0.5):
-                    for title in (0.0, 1.0):
+                    for slots in (False, True):
                         out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, note_sum_weight=note_sum,
-                                                feedback_weight=feedback, title_weight=title))
+                                                feedback_weight=feedback, note_ranks=note_ranks, language_slots=slots))
+                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, title_weight=1.0))
+                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, title_weight=1.0, language_slots=True))
     return list(dict.fromkeys(out))
 
 
@@ -518,7 +528,7 @@ def run_loo(args: argparse.Namespace) -> None:
         names = [c.name for c in fetched]
         result: dict[str, object] = {"cells": names, "sizes": {c.name: len(c.real.queries) for c in fetched},
                                      "singles": {c.name: single_scores(c) for c in fetched}}
-        tunings = loo_tunings()
+        tunings = floor_tunings() if getattr(args, "floor", False) else loo_tunings()
         started = time.perf_counter()
         choices: dict[str, dict[str, dict[str, float]]] = {
             "hybrid": {_tuning_label(t): {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
@@ -837,6 +847,7 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--cells", default="", help="comma-separated cell name prefixes (all by default)")
     lo.add_argument("--max-queries", type=int, default=300, help="XQuAD questions per cell (fixed sample)")
     lo.add_argument("--variants", action="store_true", help="also measure the candidate lists (bench/variants.py)")
+    lo.add_argument("--floor", action="store_true", help="replay the dense-floor grid instead of the full one")
     lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")
     lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
     lt.add_argument("files", nargs="+")

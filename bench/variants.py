@@ -56,9 +56,23 @@ class Bm25Index:
             vec = enc.embed_document(text)
             for index, value in zip(vec.indices, vec.values, strict=True):
                 postings.setdefault(index, []).append((i, value))
-        n = len(docs)
+        self._finish(len(docs), postings)
+
+    def _finish(self, n: int, postings: dict[int, list[tuple[int, float]]]) -> None:
         self.idf = {t: math.log(1 + (n - len(p) + 0.5) / (len(p) + 0.5)) for t, p in postings.items()}
         self.postings = postings
+
+    @classmethod
+    def from_vectors(cls, keys: Sequence[str], vectors: Sequence[Mapping[int, float]]) -> Bm25Index:
+        """An index over ready-made document vectors (term -> BM25 tf weight), e.g. chunk + context sums."""
+        self = cls.__new__(cls)
+        self.keys = list(keys)
+        postings: dict[int, list[tuple[int, float]]] = {}
+        for i, vec in enumerate(vectors):
+            for t, w in vec.items():
+                postings.setdefault(t, []).append((i, w))
+        self._finish(len(keys), postings)
+        return self
 
     def search(self, query: str, languages: Sequence[str]) -> list[tuple[str, float]]:
         scores: dict[int, float] = {}
@@ -88,6 +102,8 @@ class CorpusView:
     languages: tuple[str, ...]
     paths: dict[str, str]
     """Note id -> vault-relative path (BEIR cells judge by path)."""
+    context: dict[str, npt.NDArray[np.float32]]
+    """Context-mixed chunk vectors by `scope α` (`context_vectors`)."""
 
 
 def load_view(searcher: Searcher) -> CorpusView:
@@ -126,7 +142,29 @@ def load_view(searcher: Searcher) -> CorpusView:
                     for (nid, sec), group in sections.items()]
     with_aliases = [(p.id, p.payload.get("lang"),
                      "\n".join([*aliases(str(p.payload.get("note_id"))), chunk_doc(p, True)])) for p in chunks]
+    encoders: dict[str | None, qe.Bm25] = {}
+
+    def sparse(lang: str | None, text: str) -> dict[int, float]:
+        enc = encoders.get(lang) or encoders.setdefault(lang, _encoder(lang, 0.75, 256.0))
+        v = enc.embed_document(text)
+        return dict(zip(v.indices, v.values, strict=True))
+
+    section_of = {p.id: (str(p.payload.get("note_id")),
+                         "/".join(str(p.payload.get("section_path", "/")).split("/")[:2])) for p in chunks}
+    section_vec = {(nid, sec): sparse(group[0].payload.get("lang"), "\n".join(  # type: ignore[attr-defined]
+        str(g.payload.get("text", "")) for g in group)) for (nid, sec), group in sections.items()}  # type: ignore[attr-defined]
+    chunk_vec = [sparse(lang, text) for _, lang, text in chunk_docs]
+    ctx_indexes = {}
+    for beta in CONTEXT_BETAS:
+        mixed = []
+        for p, own in zip(chunks, chunk_vec, strict=True):
+            v = dict(own)
+            for t, w in section_vec[section_of[p.id]].items():
+                v[t] = v.get(t, 0.0) + beta * w
+            mixed.append(v)
+        ctx_indexes[f"chunk + {beta} section"] = Bm25Index.from_vectors(ids, mixed)
     indexes = {
+        **ctx_indexes,
         "chunk b=0.75": Bm25Index(chunk_docs),
         "chunk + aliases": Bm25Index(with_aliases),
         "section": Bm25Index(section_docs),
@@ -136,8 +174,49 @@ def load_view(searcher: Searcher) -> CorpusView:
     }
     titles = TitleIndex((nid, name) for nid in note_ids
                         for name in [str(notes.get(nid, {}).get("title", "")), *aliases(nid)])
+    ctx = context_vectors(chunks, vecs, section_of)
     return CorpusView(ids, note_of, vecs, note_ids, sums, note_of_row, indexes, titles,
-                      tuple(searcher.settings.languages), {n: str(notes.get(n, {}).get("path", "")) for n in note_ids})
+                      tuple(searcher.settings.languages), {n: str(notes.get(n, {}).get("path", "")) for n in note_ids},
+                      ctx)
+
+
+CONTEXT_ALPHAS = (0.25, 0.5, 1.0)
+"""Weights of the context mean added to a chunk's own vector (`dense (ctx …)` variants)."""
+CONTEXT_BETAS = (0.5, 1.0)
+"""Weights of the H2 section's BM25 document added to a chunk's own (`bm25 (chunk + β section)`)."""
+
+
+def _unit(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-9)
+
+
+def context_vectors(chunks: Sequence[object], vecs: npt.NDArray[np.float32],
+                    section_of: Mapping[str, tuple[str, str]]) -> dict[str, npt.NDArray[np.float32]]:
+    """Chunk vectors mixed with their context: unit(v + α · unit(mean of the scope's vectors)).
+
+    Scopes: the chunk's H2 section, its whole note, and its neighbours (previous, itself, next)
+    in reading order. No model call: the context comes from vectors the store already holds.
+    """
+    ids = [p.id for p in chunks]  # type: ignore[attr-defined]
+    order = sorted(range(len(ids)), key=lambda i: (section_of[ids[i]][0],
+                                                   int(chunks[i].payload.get("char_start", 0))))  # type: ignore[attr-defined]
+    groups: dict[str, dict[object, list[int]]] = {"section": {}, "note": {}}
+    for i in range(len(ids)):
+        groups["section"].setdefault(section_of[ids[i]], []).append(i)
+        groups["note"].setdefault(section_of[ids[i]][0], []).append(i)
+    means: dict[str, npt.NDArray[np.float32]] = {}
+    for scope, grouped in groups.items():
+        m = np.zeros_like(vecs)
+        for members in grouped.values():
+            m[members] = vecs[members].mean(axis=0)
+        means[scope] = _unit(m)
+    m = vecs.copy()
+    for pos, i in enumerate(order):
+        for j in (order[pos - 1] if pos else None, order[pos + 1] if pos + 1 < len(order) else None):
+            if j is not None and section_of[ids[j]][0] == section_of[ids[i]][0]:
+                m[i] += vecs[j]
+    means["neighbours"] = _unit(m)
+    return {f"{scope} {a}": _unit(vecs + a * mean) for scope, mean in means.items() for a in CONTEXT_ALPHAS}
 
 
 def notes_from_chunks(ranked: Iterable[tuple[str, float]], note_of: Mapping[str, str],
@@ -183,6 +262,10 @@ def variant_lists(query: str, qvec: npt.NDArray[np.float32], view: CorpusView) -
     np.maximum.at(best, view.note_of_row, cos)
     out["dense (max + note mean)"] = [view.note_ids[i] for i in np.argsort(-(best + ncos))[:50]]
     out["title/alias"] = title_list(query, view)
+    for name, mixed in view.context.items():
+        c = mixed @ qvec
+        top = np.argsort(-c)[:400]
+        out[f"dense (ctx {name})"] = notes_from_chunks([(view.chunk_ids[i], float(c[i])) for i in top], note_of)[:50]
     return out
 
 

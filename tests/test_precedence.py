@@ -31,6 +31,8 @@ def _samples(name: str, default: Any) -> tuple[Any, str, Any, tuple[Any, Any, An
         return (not default), str(default).lower(), (not default), (not default, default, not default)
     if isinstance(default, int):
         return default + 1, str(default + 2), default + 3, (default + 1, default + 2, default + 3)
+    if isinstance(default, float):
+        return default + 0.5, str(default + 1.0), default + 1.5, (default + 0.5, default + 1.0, default + 1.5)
     if isinstance(default, tuple) or name == "tag_scheme":
         return ["t1"], "e1, e2", ("f1",), (("t1",), ("e1", "e2"), ("f1",))
     return "from-file", "from-env", "from-flag", ("from-file", "from-env", "from-flag")

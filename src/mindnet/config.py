@@ -87,6 +87,14 @@ class Settings:
     quality_tier: bool = False
     """Fill the e5 vector after each import. Off by default until search fuses it (issue 7)."""
     embed_title_prefix: bool = True
+    dense_context: float = 0.25
+    """Weight of the chunk's H2 section in its stored dense vector: unit(v + w · unit(mean of the
+    section's chunk vectors)); 0 stores each chunk's own vector. A short chunk alone is a weak
+    query target; its section says what it is about (issue 15, `bench/search.py loo`)."""
+    lexical_sections: bool = True
+    """BM25 indexes the first chunk of each H2 section as the whole section, the others as their
+    own text; off indexes every chunk alone. A question's terms are spread over several small
+    chunks of one section, and the section is the unit that holds them together (issue 15)."""
     threads: int = 0
     """Forward-pass threads; 0: USE picks them from the measured load, e5 one per core."""
     store_path: str | None = None
@@ -276,6 +284,13 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
             if isinstance(value, bool):
                 raise ValueError(value)
             return int(value)
+        if kind is float:
+            if isinstance(value, bool):
+                raise ValueError(value)
+            number = float(value)
+            if not 0.0 <= number <= 10.0:
+                raise ValueError(value)
+            return number
         if kind == "tuple":
             if isinstance(value, str):
                 return tuple(v.strip() for v in value.split(",") if v.strip())
@@ -293,6 +308,8 @@ _FIELD_KINDS: dict[str, Any] = {
     "strict": bool,
     "quality_tier": bool,
     "embed_title_prefix": bool,
+    "dense_context": float,
+    "lexical_sections": bool,
     "threads": int,
     "shard_number": int,
     "replication_factor": int,

@@ -8,14 +8,16 @@ dense model sees (R19), the text BM25 indexes (R22) and the note payload (R4, R1
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from .chunking.base import Chunk
 from .chunking.tokens import Tokenizer
 from .config import Settings
 from .links import Link, Resolver, transclusions
-from .store import SPARSE_VECTOR, PointRecord, lexical_document
+from .store import SPARSE_VECTOR, PointRecord, SparseVec, lexical_document
 from .text import normalise
 from .vault import Note
 
@@ -80,19 +82,93 @@ def stored_embedding_input(payload: dict[str, Any], settings: Settings) -> str:
 
 
 def with_heading(body: str, note_title: str, section_title: str, settings: Settings) -> str:
-    """`title — section` before the text when `embed_title_prefix` is on (R19), the same for both tiers."""
+    """`title — section` before the text when `embed_title_prefix` is on (R19), the same for both tiers.
+
+    A name the body already opens with (a chunk starting at its own `# Title` or `## Section`
+    heading) is not repeated: said twice it outweighs the text, and notes that share a title or
+    a section name would look alike for no reason.
+    """
     if not settings.embed_title_prefix:
         return body
-    head = note_title
-    if section_title and section_title != note_title:
-        head = f"{head} — {section_title}"
-    return f"{head}\n\n{body}"
+    opening = _opening_heading(body)
+    names = [n for n in dict.fromkeys([note_title, section_title]) if n and n != opening]
+    return f"{' — '.join(names)}\n\n{body}" if names else body
+
+
+def _opening_heading(body: str) -> str:
+    """The text of an ATX heading on the body's first line, or "" when it opens with something else."""
+    first = body.lstrip("\n").split("\n", 1)[0]
+    level = len(first) - len(first.lstrip("#"))
+    if not 1 <= level <= 6 or first[level : level + 1] not in (" ", "\t"):
+        return ""
+    return first[level:].strip().rstrip("#").strip()
 
 
 def lexical_input(chunk: Chunk, transcluded: Transcluded = ()) -> str:
     """What BM25 indexes: title, section path, text and embedded text, so a title word finds its note (R22)."""
     parts = [chunk.note_title, chunk.section_path.replace("/", " "), chunk.text, *(text for _, text in transcluded)]
     return "\n".join(parts)
+
+
+def section_key(chunk: Chunk) -> tuple[str, str]:
+    """The (note, H2 section) a chunk belongs to: the unit its retrieval context is drawn from."""
+    return chunk.note_id, "/".join(chunk.section_path.split("/")[:2])
+
+
+def contextual_vectors(chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]],
+                       weight: float) -> list[list[float]]:
+    """Each chunk's stored dense vector: unit(v + weight · unit(mean of its H2 section's vectors)).
+
+    Why: documentation sections are cut into chunks of ~90 tokens, and a sentence encoder given
+    one of them alone misses what the section is about; mixing in the section's mean keeps the
+    chunk's own meaning first and adds its topic. No model call: the context is made of vectors
+    the import computes anyway, so the embedding cache keeps working per chunk text. `chunks`
+    must hold every chunk of each of their notes (the import passes whole notes).
+    """
+    if weight <= 0 or not chunks:
+        return [list(v) for v in vectors]
+    own = np.asarray(vectors, dtype=np.float32)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, chunk in enumerate(chunks):
+        groups.setdefault(section_key(chunk), []).append(i)
+    means = np.zeros_like(own)
+    for members in groups.values():
+        means[members] = own[members].mean(axis=0)
+    mixed = own + weight * _unit(means)
+    return _unit(mixed).tolist()
+
+
+def _unit(m: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
+    return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
+
+
+def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transcluded],
+                       sections: bool) -> list[SparseVec]:
+    """Each chunk's BM25 vector; with `sections`, the first chunk of each H2 section indexes the
+    whole section (title, section path, every chunk's text), the others their own text.
+
+    A question's terms are often spread over several small chunks of one section, so BM25 over
+    single chunks ranks a chunk that repeats the title above the section that answers. The
+    section's words go into one point only, so a term's document frequency (the engine's IDF)
+    still counts it once per section, not once per chunk of a long section; the later chunks
+    keep their own text so an exact match still finds the chunk that holds it.
+    """
+    own = [lexical_document(lexical_input(c, transcluded.get(c.chunk_id, ())), c.lang) for c in chunks]
+    if not sections:
+        return own
+    members: dict[tuple[str, str], list[Chunk]] = {}
+    for c in chunks:
+        members.setdefault(section_key(c), []).append(c)
+    out = list(own)
+    index = {c.chunk_id: i for i, c in enumerate(chunks)}
+    for (_, path), group in members.items():
+        if len(group) < 2:
+            continue
+        head = min(group, key=lambda c: c.char_start)
+        doc = "\n".join([head.note_title, path.replace("/", " "),
+                         *(t for g in group for t in (g.text, *(x for _, x in transcluded.get(g.chunk_id, ()))))])
+        out[index[head.chunk_id]] = lexical_document(doc, head.lang)
+    return out
 
 
 def chunk_payload(chunk: Chunk, transcluded: Transcluded = ()) -> dict[str, Any]:
@@ -107,17 +183,21 @@ def chunk_payload(chunk: Chunk, transcluded: Transcluded = ()) -> dict[str, Any]
 
 
 def chunk_point(chunk: Chunk, vector: Sequence[float], transcluded: Transcluded = (),
-                lexical_text: str | None = None) -> PointRecord:
+                lexical_text: str | None = None, lexical: SparseVec | None = None) -> PointRecord:
     """A chunk as a store point: payload, the default dense vector and its BM25 vector.
 
-    `lexical_text` replaces what BM25 indexes (the evaluation's fixed windows index their text as is).
+    `lexical` is the BM25 vector when the caller made it (`contextual_lexical`); else it is
+    made from `lexical_text` (the evaluation's fixed windows index their text as is) or from
+    `lexical_input`.
     """
-    text = lexical_input(chunk, transcluded) if lexical_text is None else lexical_text
+    if lexical is None:
+        text = lexical_input(chunk, transcluded) if lexical_text is None else lexical_text
+        lexical = lexical_document(text, chunk.lang)
     return PointRecord(
         chunk.chunk_id,
         chunk_payload(chunk, transcluded),
         vectors={DENSE_VECTOR: vector},
-        sparse={SPARSE_VECTOR: lexical_document(text, chunk.lang)},
+        sparse={SPARSE_VECTOR: lexical},
     )
 
 

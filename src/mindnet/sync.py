@@ -38,7 +38,16 @@ from .errors import StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Link, Resolver
 from .note_cache import NoteCache
-from .points import DENSE_VECTOR, Transcluder, chunk_point, embedding_input, note_point, sync_state
+from .points import (
+    DENSE_VECTOR,
+    Transcluder,
+    chunk_point,
+    contextual_lexical,
+    contextual_vectors,
+    embedding_input,
+    note_point,
+    sync_state,
+)
 from .quality_tier import E5Mark
 from .store import AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec
 from .text import content_hash
@@ -122,6 +131,7 @@ def chunking_hash(settings: Settings) -> str:
         "recursive": dataclasses.astuple(settings.recursive),
         "recursive_by_type": {k: dataclasses.astuple(v) for k, v in sorted(settings.recursive_by_type.items())},
         "prefix": settings.embed_title_prefix,
+        "context": [settings.dense_context, settings.lexical_sections],
         "languages": list(settings.languages),
         "chunker": CHUNKER_VERSION,
         "edges": EDGE_LAYOUT,
@@ -455,25 +465,34 @@ def _write_chunks(
     """Chunk, embed (cache first) and upsert the notes' chunks, then drop their stale chunks."""
     total = len(notes)
     progress("chunk", 0, total)
-    all_chunks: list[Chunk] = []
+    batches: list[list[Chunk]] = [[]]
     extra: dict[str, tuple[tuple[str, str], ...]] = {}
     for i, note in enumerate(notes, 1):
         chunks = chunks_of(note)
-        all_chunks.extend(chunks)
+        if len(batches[-1]) >= _WRITE_BATCH:
+            batches.append([])
+        batches[-1].extend(chunks)  # whole notes per batch: a chunk's stored vectors depend on its section
         if transcluder is not None:
             extra.update(transcluder.context(note, chunks))
         if i % 50 == 0 or i == total:
             progress("chunk", i, total)
     before = (getattr(embedder, "hits", 0), getattr(embedder, "misses", 0))
-    progress("embed", 0, len(all_chunks))
-    for start in range(0, len(all_chunks), _WRITE_BATCH):
-        batch = all_chunks[start : start + _WRITE_BATCH]
-        vectors = embedder.embed_passages([embedding_input(c, settings, extra.get(c.chunk_id, ())) for c in batch])
-        points = [chunk_point(c, vec, extra.get(c.chunk_id, ())) for c, vec in zip(batch, vectors, strict=True)]
+    count = sum(len(b) for b in batches)
+    progress("embed", 0, count)
+    done = 0
+    for batch in batches:
+        if not batch:
+            continue
+        raw = embedder.embed_passages([embedding_input(c, settings, extra.get(c.chunk_id, ())) for c in batch])
+        vectors = contextual_vectors(batch, raw, settings.dense_context)
+        sparse = contextual_lexical(batch, extra, settings.lexical_sections)
+        points = [chunk_point(c, vec, extra.get(c.chunk_id, ()), lexical=lex)
+                  for c, vec, lex in zip(batch, vectors, sparse, strict=True)]
         store.upsert("chunks", points)
         summary.chunks_written += len(points)
         summary.points_written += len(points)
-        progress("embed", min(start + _WRITE_BATCH, len(all_chunks)), len(all_chunks))
+        done += len(batch)
+        progress("embed", done, count)
     hits, misses = getattr(embedder, "hits", 0) - before[0], getattr(embedder, "misses", 0) - before[1]
     summary.chunks_embedded += misses
     summary.chunks_reused += hits

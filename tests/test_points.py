@@ -1,0 +1,109 @@
+"""How a chunk becomes retrievable (issue 15): the model's input and the stored vectors, pure.
+
+`points.with_heading` decides what the dense model reads, `contextual_vectors` what dense search
+compares against, `contextual_lexical` what BM25 scores. These tests pin the properties the
+retrieval figures depend on: nothing said twice, a chunk's own meaning first, its H2 section as
+context and never another section's or another note's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fakes import make_chunk, make_note
+from mindnet.chunking.base import Chunk
+from mindnet.config import load_settings
+from mindnet.points import contextual_lexical, contextual_vectors, section_key, with_heading
+from mindnet.store import lexical_document
+
+SETTINGS = load_settings(env={}, overrides={})
+
+
+def test_the_prefix_names_title_and_section_once() -> None:
+    assert with_heading("text", "Note", "Part", SETTINGS) == "Note — Part\n\ntext"
+    assert with_heading("text", "Note", "Note", SETTINGS) == "Note\n\ntext"
+
+
+def test_a_chunk_that_opens_with_its_heading_does_not_get_it_again() -> None:
+    assert with_heading("# Amazon\n\nrain", "Amazon", "Amazon", SETTINGS) == "# Amazon\n\nrain"
+    assert with_heading("## Setup\n\nrun it", "Guide", "Setup", SETTINGS) == "Guide\n\n## Setup\n\nrun it"
+    # a heading that is not the title or section, or a '#' that is not a heading, changes nothing
+    assert with_heading("## Other\n\nx", "Guide", "Setup", SETTINGS) == "Guide — Setup\n\n## Other\n\nx"
+    assert with_heading("#hashtag text", "Guide", "Guide", SETTINGS) == "Guide\n\n#hashtag text"
+
+
+def test_the_prefix_can_be_turned_off() -> None:
+    off = load_settings(env={}, overrides={"embed_title_prefix": False})
+    assert with_heading("text", "Note", "Part", off) == "text"
+
+
+def _chunks(sections: list[str]) -> list[Chunk]:
+    body = "".join(f"chunk {i} of {s}\n" for i, s in enumerate(sections))
+    note = make_note("n1.md", body)
+    out, start = [], 0
+    for i, s in enumerate(sections):
+        end = start + len(f"chunk {i} of {s}\n")
+        out.append(make_chunk(note, i + 1, start, end, section_path=s))
+        start = end
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["/A", "/A/x", "/B", "/"]), min_size=1, max_size=8),
+       st.floats(min_value=0.01, max_value=4.0), st.integers(0, 2**31 - 1))
+def test_context_vectors_are_unit_and_mix_only_the_chunks_h2_section(sections: list[str], weight: float,
+                                                                      seed: int) -> None:
+    chunks = _chunks(sections)
+    raw = np.random.default_rng(seed).normal(size=(len(chunks), 8)).astype(np.float32)
+    raw /= np.linalg.norm(raw, axis=1, keepdims=True)
+    mixed = np.asarray(contextual_vectors(chunks, raw.tolist(), weight))
+    assert np.allclose(np.linalg.norm(mixed, axis=1), 1.0, atol=1e-5)
+    for i, chunk in enumerate(chunks):
+        members = [j for j, c in enumerate(chunks) if section_key(c) == section_key(chunk)]
+        mean = raw[members].mean(axis=0)
+        expected = raw[i] + weight * mean / max(float(np.linalg.norm(mean)), 1e-12)
+        assert np.allclose(mixed[i], expected / np.linalg.norm(expected), atol=1e-5)
+        if weight < 1:  # below 1 the context can never turn the vector away from the chunk's own
+            assert float(mixed[i] @ raw[i]) >= 0
+
+
+def test_a_section_of_one_chunk_keeps_its_own_vector_and_weight_zero_changes_nothing() -> None:
+    chunks = _chunks(["/A", "/B"])
+    raw = [[1.0, 0.0], [0.0, 1.0]]
+    assert np.allclose(contextual_vectors(chunks, raw, 0.25), raw)
+    assert contextual_vectors(chunks, raw, 0.0) == raw
+
+
+def test_h3_chunks_share_their_h2_section() -> None:
+    a, b, c = _chunks(["/A", "/A/x", "/B"])
+    assert section_key(a) == section_key(b) != section_key(c)
+
+
+def test_bm25_indexes_the_section_once_in_its_first_chunk() -> None:
+    chunks = _chunks(["/Setup", "/Setup/x", "/Other"])
+    chunks[0] = _with_text(chunks[0], "install the compiler")
+    chunks[1] = _with_text(chunks[1], "configure the linker")
+    chunks[2] = _with_text(chunks[2], "unrelated words")
+    vecs = contextual_lexical(chunks, {}, True)
+    linker = set(lexical_document("linker", "en").indices)
+    compiler = set(lexical_document("compiler", "en").indices)
+    assert linker <= set(vecs[0].indices) and compiler <= set(vecs[0].indices)  # the head holds the section
+    assert linker <= set(vecs[1].indices) and not compiler & set(vecs[1].indices)  # the rest their own words
+    assert not linker & set(vecs[2].indices)  # never another section's
+    assert vecs[2] == contextual_lexical(chunks, {}, False)[2]  # a one-chunk section is indexed as before
+
+
+def test_bm25_without_sections_is_each_chunk_alone() -> None:
+    chunks = _chunks(["/A", "/A"])
+    own = contextual_lexical(chunks, {}, False)
+    assert own[0] != own[1]
+    assert set(own[0].indices) == set(lexical_document(
+        "\n".join([chunks[0].note_title, "A", chunks[0].text]), "en").indices)
+
+
+def _with_text(chunk: Chunk, text: str) -> Chunk:
+    return dataclasses.replace(chunk, text=text)
