@@ -5,7 +5,7 @@ Two commands, run from the repo root:
     .venv/bin/python bench/search.py eval [--work DIR] [--max-queries N] [--sets foam,rust,xquad]
         [--use-engine auto|packaged|onnx]
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
-    .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants]
+    .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants] [--floor]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
 
 `loo` is the honest figure (issue 15): twelve (set, direction) cells (`bench/cells.py`), each
@@ -13,8 +13,9 @@ cell's fusion knobs picked by the selection rule on the other eleven and reporte
 one cell out), beside the in-sample pick and the single lists (BM25 and dense over mindnet's
 chunks and over fixed 300-token windows). `--variants` adds candidate representations and note
 scorings of each single list (`bench/variants.py`), score fusion, and each candidate fused into
-hybrid, all chosen out of sample the same way. `eval` and `grid` below are in-sample: their sets
-chose the knobs they report.
+hybrid, all chosen out of sample the same way. `--floor` replays only the default and the proposed
+setting at dense floors 0-0.7 (`SearchTuning.dense_floor`). `eval` and `grid` below are in-sample:
+their sets chose the knobs they report.
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
 (kept, so a second run reuses the embedding cache) and prints one metrics table per question
@@ -463,13 +464,14 @@ def floor_tunings() -> list[SearchTuning]:
 
 
 def loo_tunings() -> list[SearchTuning]:
-    """The knob settings `loo` chooses from; the current default is among them.
+    """The knob settings `loo` chooses from (180); the current default is among them.
 
-    Smaller than `grid_tunings` (108, the default among them): each setting is replayed over every
-    question of every cell (a new feedback query costs a store search), so the knobs that never won
-    in `grid` (title boost, rrf_k 40/60, heavy note sums) or in an earlier `loo` run (other-language
-    weight 0) stay at their default; lexical weight 0.5 is in, because the cross-lingual and mixed
-    cells are new, and so are the title/alias list and note sum 0.
+    Each setting is replayed over every question of every cell (a new feedback query costs a store
+    search), so the knobs that never won in `grid` (title boost, rrf_k 40/60, heavy note sums) or in
+    an earlier `loo` run (other-language weight 0) stay at their default. Crossed: rrf_k, the
+    same-language lexical weight, the per-note scoring (best chunk, + 0.05 x the others, or note
+    ranks with a full note sum), the feedback weight and the language slots; the title/alias list
+    with and without slots at the default's other knobs.
     """
     out = [SearchTuning(), PROPOSED]
     for rrf_k in (5, 10, 20):
