@@ -34,7 +34,15 @@ uncuttable block over max is allowed for peers exactly as for mindnet. Peers pro
 so their content starts at their chunk starts (a span reaching back into the previous one is
 reported as out of order).
 
+The process (`--cli`): `mindnet-chunk FOLDER > file` as a user runs it (interpreter start, reading,
+parsing, chunking, JSON), once per `--cli-jobs` value (0 = its own choice from cores and load), with
+wall seconds and the CPU seconds of the process and its workers. The floor's time on the same files
+is measured in the same run, in this process: read every file, one pyromark parse, one
+sentencepiece pass. A run with workers is a wall figure of several processes, so it is printed as
+such and never as the MB/s of one chunker; the table above stays single-process CPU.
+
     .venv/bin/python bench/chunking.py [--limit N] [--rounds R] [--json] [--corpus DIR]
+        [--cli] [--cli-folder DIR] [--cli-jobs 1,0]
 """
 
 from __future__ import annotations
@@ -43,7 +51,10 @@ import argparse
 import gc
 import os
 import re
+import resource
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -299,6 +310,97 @@ def check_all(
         print(f"  checked {name}", file=sys.stderr)
 
 
+@dataclass(frozen=True, slots=True)
+class ProcessRun:
+    """One timed `mindnet-chunk` process over a folder."""
+
+    jobs: int
+    """`--jobs` given (0: the process chose from cores and load)."""
+    wall: float
+    cpu: float
+    """User + system seconds of the process and every worker it waited for."""
+    chunks: int
+
+
+def floor_on_files(files: Sequence[Path]) -> tuple[float, float, float]:
+    """Wall and CPU seconds of read + one pyromark parse + one sentencepiece pass per file, and its MB."""
+    parser = pyromark.Markdown(options=PYROMARK_OPTIONS)
+    sp = default_tokenizer().processor
+    gc.collect()
+    began, cpu = time.perf_counter(), time.process_time()
+    size = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        size += len(text.encode("utf-8"))
+        parser.events_with_range(text, merge_text=True)
+        sp.encode(text)
+    return time.perf_counter() - began, time.process_time() - cpu, size / 1e6
+
+
+def run_cli(folder: Path, jobs: int) -> ProcessRun:
+    """`mindnet-chunk --jobs N FOLDER`, stdout to a file, timed from outside as a user waits for it."""
+    exe = Path(sys.executable).with_name("mindnet-chunk")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with tempfile.TemporaryFile("w+b") as out:
+        began = time.perf_counter()
+        done = subprocess.run([str(exe), "--jobs", str(jobs), str(folder)], stdout=out, stderr=subprocess.PIPE,
+                              check=False)
+        wall = time.perf_counter() - began
+        out.seek(0)
+        chunks = sum(1 for _ in out)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):
+        sys.exit(f"mindnet-chunk failed ({done.returncode}): {done.stderr.decode(errors='replace')[-400:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return ProcessRun(jobs, wall, cpu, chunks)
+
+
+def cli_section(folder: Path, jobs_list: Sequence[int]) -> dict[str, Any]:
+    """Floor and `mindnet-chunk` runs on one folder, interleaved floor first; figures and ratios."""
+    files = sorted(p for p in folder.rglob("*.md") if p.is_file())
+    print(f"  cli: floor over {len(files)} files", file=sys.stderr)
+    floor_on_files(files[:50])  # warm-up: page cache, tokenizer
+    floor_wall, floor_cpu, mb = floor_on_files(files)
+    runs = []
+    for jobs in jobs_list:
+        print(f"  cli: mindnet-chunk --jobs {jobs}", file=sys.stderr)
+        runs.append(run_cli(folder, jobs))
+    return {
+        "folder": str(folder),
+        "files": len(files),
+        "megabytes": round(mb, 3),
+        "floor": {"wall_seconds": round(floor_wall, 3), "cpu_seconds": round(floor_cpu, 3)},
+        "runs": [
+            {
+                "jobs": r.jobs,
+                "wall_seconds": round(r.wall, 3),
+                "cpu_seconds": round(r.cpu, 3),
+                "chunks": r.chunks,
+                "wall_over_floor": round(r.wall / floor_wall, 3),
+                "cpu_over_floor": round(r.cpu / floor_cpu, 3),
+            }
+            for r in runs
+        ],
+        "load_average": os.getloadavg(),
+    }
+
+
+def print_cli(section: dict[str, Any]) -> None:
+    """The process table: wall figures of whole processes against the floor's, labelled as such."""
+    floor = section["floor"]
+    print(f"\nmindnet-chunk as a process on {section['folder']} ({section['files']} files, "
+          f"{section['megabytes']:.2f} MB), load average {section['load_average'][0]:.1f}\n")
+    rows = [["floor (read + 1 parse + 1 tokenize, in-process, 1 process)", floor["wall_seconds"], floor["cpu_seconds"],
+             section["megabytes"] / floor["wall_seconds"], 1.0, 1.0, 0]]
+    for r in section["runs"]:
+        label = "mindnet-chunk --jobs " + (str(r["jobs"]) if r["jobs"] else "0 (auto)") + ", whole process"
+        rows.append([label, r["wall_seconds"], r["cpu_seconds"], section["megabytes"] / r["wall_seconds"],
+                     r["wall_over_floor"], r["cpu_over_floor"], r["chunks"]])
+    print(table(["run", "wall s", "CPU s (all processes)", "MB/s wall", "wall / floor", "CPU / floor", "chunks"], rows))
+    print("(a run with workers: its MB/s is several processes' throughput, not one chunker's; "
+          "goal: wall / floor <= 3)")
+
+
 def main() -> None:
     """Parse options, read the corpus once, time every chunker, check every output, print."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -306,6 +408,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N notes (sorted by path)")
     parser.add_argument("--rounds", type=int, default=3, help="timed passes per chunker (best is kept)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    parser.add_argument("--cli", action="store_true", help="also time mindnet-chunk as a process against the floor")
+    parser.add_argument("--cli-folder", type=Path, default=MSDOCS / "docs", help="folder for --cli (msdocs docs/)")
+    parser.add_argument("--cli-jobs", default="1,0", help="--jobs values for --cli, comma-separated (0: auto)")
     args = parser.parse_args()
 
     settings = Settings()
@@ -367,6 +472,9 @@ def main() -> None:
             for r in results.values()
         },
     }
+    cli = cli_section(args.cli_folder, [int(j) for j in args.cli_jobs.split(",")]) if args.cli else None
+    if cli is not None:
+        report["cli"] = cli
     if args.json:
         dump_json(report)
         return
@@ -398,6 +506,8 @@ def main() -> None:
     for r in results.values():
         for example in r.examples[:1]:
             print(f"example {r.name}: {example}")
+    if cli is not None:
+        print_cli(cli)
 
 
 if __name__ == "__main__":

@@ -102,6 +102,33 @@ def test_chunk_bad_note_is_one_line_and_exit_1(
     assert {r["path"] for r in chunks_of(out)} == {"a.md", "b.md"}
 
 
+def test_chunk_with_worker_processes_prints_the_same_bytes_in_the_same_order(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    shutil.copytree(SAMPLE, vault / "sample")
+    (vault / "bad.md").write_bytes(b"---\ntitle: [\n---\nbody\n")
+    one = invoke(monkeypatch, capsys, cli.chunk_main, str(vault), "--jobs", "1")
+    three = invoke(monkeypatch, capsys, cli.chunk_main, str(vault), "-j", "3")
+    assert one == three
+    code, out, err = three
+    assert code == 1 and err.strip().splitlines() == [
+        "bad.md:3: error: malformed YAML frontmatter: did not find expected node content"
+    ]
+    from mindnet import Vault
+
+    notes = [note.path for note in Vault(vault).notes]
+    assert len(notes) > 10 and list(dict.fromkeys(r["path"] for r in chunks_of(out))) == notes
+
+
+def test_chunk_jobs_are_one_for_small_inputs_and_as_asked_otherwise() -> None:
+    from mindnet import Vault, chunk_jobs
+
+    notes = Vault(SAMPLE).notes
+    assert chunk_jobs(notes) == 1  # far below PARALLEL_MIN_CHARS, whatever the load
+    assert chunk_jobs(notes, 2) == 2
+    assert chunk_jobs(notes[:1], 4) == 1  # never more workers than notes
+
+
 def test_bad_recursive_settings_exit_2_with_elasticsearch_message(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
 ) -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mindnet import language
 from mindnet.config import Settings, default_cache_dir, load_settings
@@ -98,3 +101,58 @@ def test_a_language_outside_the_settings_is_inherited_without_detection(monkeypa
     seen = _counting(monkeypatch)
     assert chunk_languages([ENGLISH, ENGLISH], "fr", Settings().languages) == ["fr", "fr"]
     assert seen == []
+
+
+def _unpacked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> object:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    return language._langid_model(Path(default_cache_dir()))
+
+
+def test_the_unpacked_copy_walks_its_dfa_vectorised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    model: Any = _unpacked(tmp_path, monkeypatch)
+    assert model.walk is not None and 1 <= model.walk.memory <= 12
+
+
+_TEXTS = st.text(
+    alphabet=st.sampled_from([*"aeinrst EINRSTäöüßÄ.,;:-_#*[]()`\n\t0123456789", "\u00a0", "é", "ñ", "日", "😀"]),
+    max_size=400,
+)
+
+
+@given(text=_TEXTS)
+@settings(max_examples=200, deadline=None)
+def test_vectorised_walk_counts_exactly_what_py3langid_counts(text: str) -> None:
+    from py3langid.langid import visit_counts
+
+    model: Any = language.language_identifier(("de", "en"), default_cache_dir())
+    assert model.walk is not None
+    data = model._encode(text)
+    expected = visit_counts(model.tk_nextmove, model._rowbase, model.tk_output, data)
+    found = model.walk.visits(data)
+    # Same features, same counts, same order: the score sums them in that order.
+    assert (None if found is None else list(found.items())) == (None if expected is None else list(expected.items()))
+
+
+@pytest.mark.parametrize("text", [GERMAN, ENGLISH, "Teams Meeting Richtlinien", "Qdrant", "", "x" * 5000])
+def test_the_vectorised_identifier_classifies_as_the_packaged_model(text: str) -> None:
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    packaged = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    packaged.set_languages(["de", "en"])
+    model: Any = language.language_identifier(("de", "en"), default_cache_dir())
+    assert model.classify(text) == packaged.classify(text)
+
+
+def test_dfa_memory_is_zero_for_an_automaton_that_never_forgets() -> None:
+    import numpy as np
+
+    # Two states that flip on byte 0 and stay on every other byte: the state depends on the whole text.
+    rows = np.array([0, 1], dtype=np.uint16)
+    nextmove = np.zeros(2 * 256, dtype=np.uint32)
+    nextmove[:256], nextmove[256:] = 0, 1
+    nextmove[0], nextmove[256] = 1, 0
+    assert language.dfa_memory(nextmove, rows) == 0
+    # One that only remembers the last byte (state = whether it was byte 0).
+    nextmove[:256] = nextmove[256:] = 0
+    nextmove[0] = nextmove[256] = 1
+    assert language.dfa_memory(nextmove, rows) == 1

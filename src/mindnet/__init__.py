@@ -21,7 +21,7 @@ _EXPORTS: dict[str, str] = {
     # reading and chunking
     "Vault": "api", "note_from_text": "api", "Note": "vault", "NoteProblem": "vault", "VaultResult": "vault",
     "read_vault": "vault", "Chunk": "chunking.base", "chunk_note": "chunking.pipeline", "chunk_payload": "points",
-    "group_paths": "vault_paths",
+    "group_paths": "vault_paths", "ndjson": "api", "chunk_jobs": "api",
     # the index and what it returns
     "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "api",
     "MAX_GRAPH_DEPTH": "api", "vault_relative": "api",
@@ -73,6 +73,7 @@ __all__ = [
     "Vault",
     "VaultNotFoundError",
     "VaultResult",
+    "chunk_jobs",
     "chunk_note",
     "chunk_payload",
     "evaluate_beir",
@@ -84,6 +85,7 @@ __all__ = [
     "lint_summary_line",
     "load_beir",
     "load_settings",
+    "ndjson",
     "note_from_text",
     "parse_codes",
     "prepare_store_dir",
@@ -114,7 +116,17 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily
     from .address import ServerAddress, find_server, read_address, remove_address, socket_path, write_address
-    from .api import GRAPH_VIEWS, MAX_GRAPH_DEPTH, Index, IndexStatus, Vault, note_from_text, vault_relative
+    from .api import (
+        GRAPH_VIEWS,
+        MAX_GRAPH_DEPTH,
+        Index,
+        IndexStatus,
+        Vault,
+        chunk_jobs,
+        ndjson,
+        note_from_text,
+        vault_relative,
+    )
     from .chunking.base import Chunk
     from .chunking.pipeline import chunk_note
     from .config import Settings, load_settings, prepare_store_dir, store_dir

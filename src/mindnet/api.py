@@ -17,6 +17,7 @@ once, on first use, and closed by `close()`; the stages below it receive them re
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import socket
 import threading
@@ -32,13 +33,13 @@ from .chunking.base import Chunk
 from .chunking.pipeline import check_settings, chunk_note
 from .chunking.tokens import default_tokenizer
 from .config import Settings, last_writer, load_settings, prepare_store_dir, record_writer
-from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, LoadAwareThreads, make_embedder
 from .errors import MindnetError, NoteError, NotFoundError, VaultNotFoundError
 from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
 from .links import Resolver
 from .markdown import parse_blocks
 from .note_cache import NoteCache
-from .points import DENSE_VECTOR, E5_VECTOR
+from .points import DENSE_VECTOR, E5_VECTOR, chunk_payload
 from .quality_tier import E5_MODEL, E5Mark, e5_available, fill_e5
 from .search import Context, Hit, Searcher, fuse_hits
 from .store import Equals, Filter, Store, copy_store
@@ -61,16 +62,18 @@ from .vault import Note, NoteProblem, VaultResult, decode_note, parse_note, read
 class Vault:
     """A vault folder read once: notes, problems, the link resolver, and chunks on demand."""
 
-    def __init__(self, root: str | Path, settings: Settings | None = None) -> None:
+    def __init__(self, root: str | Path, settings: Settings | None = None, jobs: int = 1) -> None:
+        """`jobs`: processes that read the notes (0: `read_jobs` picks them from the file count and load)."""
         self.root = Path(root).expanduser()
         if not self.root.is_dir():  # before anything reads settings or opens a store beside it
             raise VaultNotFoundError(str(self.root))
         self.settings = settings or load_settings(self.root)
+        self.jobs = jobs
         check_settings(self.settings)
 
     @cached_property
     def result(self) -> VaultResult:
-        return read_vault(self.root, self.settings)
+        return read_vault(self.root, self.settings, jobs=self.jobs or read_jobs)
 
     def refresh(self) -> None:
         """Forget what was read, so the next access sees the files as they are now."""
@@ -115,6 +118,32 @@ class Vault:
         for note in self.notes if notes is None else notes:
             yield from chunk_note(note, self.settings, self.resolver)
 
+    def chunk_lines(self, notes: Sequence[Note] | None = None, jobs: int = 0) -> Iterator[tuple[Note, str, str | None]]:
+        """Each note's chunks as NDJSON (`ndjson`), in note order: (note, lines, error or None).
+
+        With more than one job (`chunk_jobs`) the notes are chunked by a pool of worker processes,
+        which also render the lines; the order stays the notes' order, so the output is the same
+        bytes as with one. A note that fails (`MindnetError`) yields its message and no lines.
+        """
+        todo = list(self.notes if notes is None else notes)
+        workers = chunk_jobs(todo, jobs)
+        if workers <= 1:
+            _chunk_worker_init(self.settings, self.resolver)
+            for note in todo:
+                yield note, *_chunk_worker(note)
+            return
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        methods = multiprocessing.get_all_start_methods()
+        # fork: workers inherit the loaded tokenizer and language model instead of loading their own.
+        context = multiprocessing.get_context("fork" if "fork" in methods else None)
+        batch = max(1, min(64, len(todo) // (workers * 8)))
+        with ProcessPoolExecutor(workers, mp_context=context, initializer=_chunk_worker_init,
+                                 initargs=(self.settings, self.resolver)) as pool:
+            for note, (lines, error) in zip(todo, pool.map(_chunk_worker, todo, chunksize=batch), strict=True):
+                yield note, lines, error
+
     def notes_at(self, paths: Iterable[str | Path]) -> tuple[list[Note], list[NoteProblem]]:
         """The notes of files given on a command line, as vault-relative paths."""
         by_path = {n.path: n for n in self.notes}
@@ -134,6 +163,58 @@ class Vault:
             else:
                 problems.append(NoteProblem(rel, None, "not a note of the vault (ignored or not a .md file)"))
         return found, problems
+
+
+PARALLEL_MIN_CHARS = 2_000_000
+"""Below this much note text `chunk_jobs` picks one process: starting workers and shipping notes to
+them cost more than they save (a 500-note vault chunks in about a second)."""
+
+
+def chunk_jobs(notes: Sequence[Note], jobs: int = 0) -> int:
+    """Processes to chunk `notes` with: `jobs` when given, else one per core left idle by the
+    measured 1-minute load (`LoadAwareThreads`), and 1 for small inputs (`PARALLEL_MIN_CHARS`).
+
+    On the shared 2-core VM a second process only helps while the other programs leave a core free;
+    under load it would wait for one, so the load decides.
+    """
+    if jobs > 0:
+        return max(1, min(jobs, len(notes)))
+    if sum(len(note.fulltext) for note in notes) < PARALLEL_MIN_CHARS:
+        return 1
+    return max(1, min(LoadAwareThreads().choose(), len(notes)))
+
+
+PARALLEL_MIN_FILES = 300
+"""Below this many files `read_jobs` picks one process (a 300-note vault reads in about a second)."""
+
+
+def read_jobs(files: int) -> int:
+    """Processes to read `files` note files with: 1 for few, else as `chunk_jobs` decides from the load."""
+    return 1 if files < PARALLEL_MIN_FILES else max(1, min(LoadAwareThreads().choose(), files))
+
+
+def ndjson(chunks: Iterable[Chunk]) -> str:
+    """Chunks as `mindnet-chunk` prints them (R24): one JSON payload per line."""
+    return "".join(json.dumps(chunk_payload(c), ensure_ascii=False) + "\n" for c in chunks)
+
+
+_WORKER: tuple[Settings, Resolver] | None = None
+"""What `_chunk_worker` chunks with: set once per worker process (or in the caller, for one job)."""
+
+
+def _chunk_worker_init(settings: Settings, resolver: Resolver) -> None:
+    global _WORKER
+    _WORKER = (settings, resolver)
+
+
+def _chunk_worker(note: Note) -> tuple[str, str | None]:
+    """One note's NDJSON lines, or its error message: errors travel back as text, not tracebacks."""
+    assert _WORKER is not None
+    settings, resolver = _WORKER
+    try:
+        return ndjson(chunk_note(note, settings, resolver)), None
+    except MindnetError as exc:
+        return "", str(exc)
 
 
 GRAPH_VIEWS = ("neighbors", "references", "backlinks", "unresolved")

@@ -599,6 +599,9 @@ def main(argv: list[str] | None = None) -> None:
 # --- mindnet-chunk (R24) -------------------------------------------------------------------------
 
 chunk_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+JobsOpt = Annotated[
+    int, typer.Option("--jobs", "-j", min=0, help="Worker processes; 0: from cores and load, 1 for small inputs.")
+]
 
 
 @chunk_app.command()
@@ -610,6 +613,7 @@ def chunk(
     max_chunk_size: MaxSizeOpt = None,
     separator_group: GroupOpt = None,
     separators: SepsOpt = None,
+    jobs: JobsOpt = 0,
 ) -> None:
     """Chunk notes and print NDJSON, one chunk per line (R24)."""
     from . import Vault, chunk_note, group_paths, note_from_text
@@ -633,7 +637,7 @@ def chunk(
     # A file belongs to --vault or its own folder and must exist (lint differs on purpose, see vault_paths).
     groups = group_paths(paths, vault, root_of=lambda path: path.parent, allow_missing_notes=False)
     for folder, files in groups.items():
-        reader = Vault(folder, settings_for(folder, config, **flags))
+        reader = Vault(folder, settings_for(folder, config, **flags), jobs=jobs)
         if files is None:
             notes, problems = list(reader.notes), list(reader.problems)
         else:
@@ -641,22 +645,20 @@ def chunk(
         for problem in problems:
             _say(problem.one_line())
         failed += sum(1 for p in problems if p.severity == "error")
-        for note in notes:
-            try:
-                _emit(chunk_note(note, reader.settings, reader.resolver))
-            except MindnetError as exc:
-                _say(f"{note.path}: error: {exc}")
+        write = sys.stdout.write
+        for note, lines, error in reader.chunk_lines(notes, jobs):
+            if error is not None:
+                _say(f"{note.path}: error: {error}")
                 failed += 1
+            write(lines)
     if failed:
         raise typer.Exit(1)
 
 
 def _emit(chunks: list[Any]) -> None:
-    from . import chunk_payload
+    from . import ndjson
 
-    write = sys.stdout.write
-    for c in chunks:
-        write(json.dumps(chunk_payload(c), ensure_ascii=False) + "\n")
+    sys.stdout.write(ndjson(chunks))
 
 
 def chunk_main(argv: list[str] | None = None) -> None:

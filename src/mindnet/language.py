@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -44,7 +45,11 @@ def detect_language(
     if len(languages) == 1:
         return languages[0]
     prose = without_fences(text)
-    prose = _LINK_SYNTAX.sub(" ", _CODE_SPAN.sub(" ", prose))
+    # Each pattern runs only where its literal part occurs (most chunks hold no code span or link).
+    if "`" in prose:
+        prose = _CODE_SPAN.sub(" ", prose)
+    if "[[" in prose or "](" in prose or "://" in prose:
+        prose = _LINK_SYNTAX.sub(" ", prose)
     if len(prose.strip()) < 3:
         return languages[0]
     lang, _prob = language_identifier(tuple(languages), cache_dir).classify(prose[:max_chars])
@@ -113,7 +118,8 @@ def _langid_model(cache_dir: Path | None) -> Any:
                 # The DFA: one output per state, one 256-entry row per distinct row index.
                 if len(rows) != len(out_feat) or len(nextmove) != (max(rows) + 1) * 256:
                     raise ValueError(f"{copy}: DFA tables do not match")
-                return LanguageIdentifier(
+                memory = int(data["memory"]) if "memory" in data else 0
+                identifier = _identifier_class()(
                     data["ptc"],
                     data["pc"],
                     data["classes"].tolist(),
@@ -122,17 +128,108 @@ def _langid_model(cache_dir: Path | None) -> Any:
                     norm_probs=True,
                     tk_row=rows,
                 )
+                identifier.walk = _Walk(nextmove, rows, out_feat, memory) if memory else None
+                return identifier
         except (OSError, ValueError, KeyError, EOFError):
             pass  # a damaged copy: the packaged model below is always right
     return LanguageIdentifier.from_model_file(packaged, norm_probs=True)
 
 
+@lru_cache(maxsize=1)
+def _identifier_class() -> Any:
+    """py3langid's identifier with its byte walk replaced by `_Walk` (same counts, same order).
+
+    Built on first use, so that importing this module does not import py3langid.
+    """
+    from py3langid.langid import LanguageIdentifier
+
+    class _WalkingIdentifier(LanguageIdentifier):  # type: ignore[misc]
+        __slots__ = ("walk",)
+
+        def _raw_score(self, text: Any) -> Any:
+            walk: _Walk | None = self.walk
+            if walk is None or not isinstance(text, bytes):
+                return super()._raw_score(text)
+            visits = walk.visits(text)
+            if visits is None:
+                return super()._raw_score(text)  # no feature: py3langid's own fill value
+            return self._sparse_score(visits, self.nb_ptc)
+
+    return _WalkingIdentifier
+
+
+class _Walk:
+    """py3langid's DFA walk over a text's UTF-8 bytes, as a few numpy gathers instead of a Python loop.
+
+    Why it is exact: the automaton (Aho-Corasick over byte n-grams) forgets: its state after any byte
+    depends only on the last `memory` bytes, checked for the whole model by `dfa_memory` when the copy
+    is unpacked. So the state at every position is a walk of at most `memory` steps from the start
+    state, done for all positions at once, and the features are counted in position order, as
+    py3langid counts them (its score sums them in that order). 1.6x faster on a 600-character chunk
+    probe, 2x on a note's 20,000 characters (language detection was a sixth of the chunking time).
+    """
+
+    __slots__ = ("_nextmove", "_out", "_rowbase", "memory")
+
+    def __init__(self, nextmove: Any, rows: Any, out_feat: Any, memory: int) -> None:
+        import numpy as np
+
+        self._nextmove = np.asarray(memoryview(nextmove)) if not isinstance(nextmove, np.ndarray) else nextmove
+        self._rowbase = np.asarray(memoryview(rows) if not isinstance(rows, np.ndarray) else rows, np.int64) << 8
+        self._out = np.asarray(out_feat, dtype=np.int64)
+        self.memory = memory
+
+    def visits(self, data: bytes) -> Counter[int] | None:
+        """`py3langid.langid.visit_counts` of `data`: feature -> count, in first-visit order; None if none."""
+        import numpy as np
+
+        text = np.frombuffer(data, dtype=np.uint8)
+        n = len(text)
+        state = np.zeros(n, dtype=np.int64)
+        # Position i reads bytes i-memory+1 .. i from the start state; the step with `shift` feeds
+        # every position i >= shift its byte i - shift.
+        for shift in range(min(self.memory, n) - 1, -1, -1):
+            state[shift:] = self._nextmove[self._rowbase[state[shift:]] + text[: n - shift]]
+        features = self._out[state]
+        features = features[features >= 0]
+        # A Counter keeps first-insertion order, exactly as py3langid builds its own.
+        return Counter(features.tolist()) if len(features) else None
+
+
+def dfa_memory(nextmove: Any, rows: Any, limit: int = 12) -> int:
+    """How many trailing bytes decide the DFA's state, or 0 if more than `limit` do.
+
+    Follows every pair (state after `c + z`, state after `z`) over all bytes `c` and strings `z`,
+    one byte of `z` at a time: once every pair agrees, the byte before the last `len(z)` no longer
+    matters, so by induction no earlier byte does. A few seconds, once per unpacked copy.
+    """
+    import numpy as np
+
+    step = np.asarray(nextmove, dtype=np.int64)
+    rowbase = np.asarray(rows, dtype=np.int64) << 8
+    states = len(rowbase)
+    if states >= 1 << 31:
+        return 0
+    byte = np.arange(256, dtype=np.int64)
+    after_c, after_z = step[rowbase[0] + byte], np.zeros(256, dtype=np.int64)
+    for length in range(limit + 1):
+        differ = after_c != after_z
+        pairs = np.unique((after_c[differ] << 31) | after_z[differ])
+        if not len(pairs):
+            return length
+        after_c = step[(rowbase[pairs >> 31][:, None] + byte).ravel()]
+        after_z = step[(rowbase[pairs & ((1 << 31) - 1)][:, None] + byte).ravel()]
+    return 0
+
+
+_COPY_FORMAT = 2
+"""In the copy's folder name: 2 added the DFA's `memory` (copies without it would never use `_Walk`)."""
 _TYPECODES = {2: "H", 4: "I", 8: "Q"}
 """Stdlib `array` type code of an unsigned integer of each size."""
 
 
 def _unpacked_model(packaged: Path, root: Path) -> Path | None:
-    """`root/langid-<size>-<mtime>/`, unpacked on first use; None if it cannot be written."""
+    """`root/langid-2-<size>-<mtime>/`, unpacked on first use; None if it cannot be written."""
     import io
     import lzma
     import shutil
@@ -142,13 +239,15 @@ def _unpacked_model(packaged: Path, root: Path) -> Path | None:
 
     try:
         st = packaged.stat()
-        copy = root / f"langid-{st.st_size}-{st.st_mtime_ns}"
+        copy = root / f"langid-{_COPY_FORMAT}-{st.st_size}-{st.st_mtime_ns}"
         if copy.is_dir():
             return copy
         root.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=root))
         with lzma.open(packaged) as src, np.load(io.BytesIO(src.read()), allow_pickle=False) as data:
-            np.savez(tmp / "arrays.npz", **{k: data[k] for k in ("ptc", "pc", "classes", "out_feat")})
+            memory = np.array(dfa_memory(data["nextmove"], data["nextmove_row"]))
+            arrays = {k: data[k] for k in ("ptc", "pc", "classes", "out_feat")}
+            np.savez(tmp / "arrays.npz", memory=memory, **arrays)
             for name in ("nextmove", "nextmove_row"):
                 values = np.ascontiguousarray(data[name])
                 values.tofile(tmp / f"{name}.{_TYPECODES[values.dtype.itemsize]}")

@@ -315,6 +315,7 @@ def _pyromark_blocks(text: str) -> list[_Raw]:
         # same length, so every offset stays valid.
         text = _LONE_CR.sub("\n", text)
     data = text.encode("utf-8")
+    line_end_of = _byte_line_end if b"\r" in data else _lf_line_end
     raws: list[_Raw] = []
     depth = 0
     current: _Raw | None = None
@@ -346,7 +347,7 @@ def _pyromark_blocks(text: str) -> list[_Raw]:
                 only_math = name == "Paragraph"
                 content_end = item_end = 0
             else:
-                line_end = _byte_line_end(data, start, end)
+                line_end = line_end_of(data, start, end)
                 content_end = max(content_end, line_end)
                 if depth == 1 and name == "Item" and current is not None and current.items is not None:
                     _close_item(current, item_end)
@@ -539,6 +540,12 @@ def _byte_line_end(data: bytes, start: int, limit: int) -> int:
     """End of the source line holding byte `start` (before its break), capped at `limit`."""
     ends = [pos for pos in (data.find(b"\n", start, limit), data.find(b"\r", start, limit)) if pos >= 0]
     return min(ends) if ends else limit
+
+
+def _lf_line_end(data: bytes, start: int, limit: int) -> int:
+    """`_byte_line_end` for text without CR: one search instead of two."""
+    pos = data.find(b"\n", start, limit)
+    return limit if pos < 0 else pos
 
 
 def _close_item(raw: _Raw, item_end: int) -> None:

@@ -25,7 +25,16 @@ def line_starts(text: str) -> list[int]:
     `str.splitlines()` also splits on U+2028, form feeds and other characters that Markdown
     and editors treat as ordinary text, which would shift every line number after them.
     """
-    return [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+    if "\r" in text:
+        return [0, *(m.end() for m in _LINE_BREAK.finditer(text))]
+    # LF only (nearly every note): `str.find` in a loop is 3x faster than the regex.
+    starts = [0]
+    find = text.find
+    i = find("\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = find("\n", i + 1)
+    return starts
 
 
 def line_of(starts: list[int], offset: int) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +20,7 @@ import pathspec
 from . import frontmatter as fm
 from .config import Settings
 from .errors import NoteError, VaultNotFoundError
-from .language import detect_language
+from .language import detect_language, language_identifier
 from .text import content_hash, line_of, line_starts, slugify, without_fences
 
 
@@ -132,6 +132,7 @@ def read_vault(
     settings: Settings | None = None,
     known_langs: KnownLanguages | None = None,
     cache: ReadCache | None = None,
+    jobs: int | Callable[[int], int] = 1,
 ) -> VaultResult:
     """Read every note of a vault; bad files become problems, never exceptions (R1, R3).
 
@@ -143,6 +144,9 @@ def read_vault(
         known_langs: detected language by `content_hash` from an earlier import; an unchanged file
             then skips detection, which keeps a no-op re-import from loading the language model.
         cache: notes of files unchanged since an earlier read; only the other files are read.
+        jobs: worker processes that read and parse the files, or a function of the number of
+            files that picks them; only without `known_langs` and `cache`, whose lookups stay in
+            this process. Results keep the files' order either way.
     """
     settings = settings or Settings()
     root_path = Path(root)
@@ -150,15 +154,60 @@ def read_vault(
         raise VaultNotFoundError(str(root))
     files, attachments, problems = discover(root_path)
     read: list[Note] = []
-    for rel in files:
-        try:
-            read.append(_read_cached(root_path / rel, rel, settings, known_langs, cache))
-        except NoteError as exc:
-            problems.append(NoteProblem(exc.path, exc.line, exc.reason))
+    if not isinstance(jobs, int):
+        jobs = jobs(len(files))
+    if jobs > 1 and len(files) > 1 and known_langs is None and cache is None:
+        outcomes = _read_parallel(root_path, files, settings, jobs)
+    else:
+        outcomes = (_read_or_problem(root_path, rel, settings, known_langs, cache) for rel in files)
+    for outcome in outcomes:
+        if isinstance(outcome, NoteProblem):
+            problems.append(outcome)
+        else:
+            read.append(outcome)
     notes, duplicates = assign_ids(read)
     problems.extend(duplicates)
     problems.sort(key=lambda p: (p.path, p.line or 0))
     return VaultResult(str(root_path), tuple(notes), tuple(problems), tuple(attachments))
+
+
+def _read_or_problem(
+    root: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None, cache: ReadCache | None
+) -> Note | NoteProblem:
+    try:
+        return _read_cached(root / rel, rel, settings, known_langs, cache)
+    except NoteError as exc:
+        return NoteProblem(exc.path, exc.line, exc.reason)
+
+
+_READER: tuple[Path, Settings] | None = None
+"""The vault root and settings of a `_read_parallel` worker process."""
+
+
+def _reader_init(root: Path, settings: Settings) -> None:
+    global _READER
+    _READER = (root, settings)
+
+
+def _read_in_worker(rel: str) -> Note | NoteProblem:
+    assert _READER is not None
+    return _read_or_problem(_READER[0], rel, _READER[1], None, None)
+
+
+def _read_parallel(root: Path, files: list[str], settings: Settings, jobs: int) -> Iterator[Note | NoteProblem]:
+    """Read files in `jobs` worker processes, in order: parsing and language detection are CPU work.
+
+    Forked where the platform can, so workers inherit the loaded language model.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    if len(settings.languages) > 1:
+        language_identifier(tuple(settings.languages), settings.cache_dir)  # loaded once, before the fork
+    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
+    batch = max(1, min(64, len(files) // (jobs * 8)))
+    with ProcessPoolExecutor(jobs, mp_context=context, initializer=_reader_init, initargs=(root, settings)) as pool:
+        yield from pool.map(_read_in_worker, files, chunksize=batch)
 
 
 def _read_cached(

@@ -122,7 +122,7 @@ def finalize(
     tokens = tokens if tokens is not None else tokenizer.note(body)
     counts = [tokens.count(s.char_start, s.char_end) for s in spans]
     langs = chunk_languages(texts, note.lang, languages, cache_dir)
-    heads = tokenizer.head_ids_many(texts, STABLE_KEY_TOKENS)
+    heads = tokenizer.head_ids_many(texts, STABLE_KEY_TOKENS, counts)
     total = len(spans)
     ids = [chunk_id(note.note_id, i + 1, total) for i in range(total)]
     chunks: list[Chunk] = []

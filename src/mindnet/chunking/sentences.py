@@ -204,7 +204,11 @@ def _sentencex_text_cuts(text: str, lang: str) -> list[int]:
 
 def _protected_regions(text: str) -> list[Span]:
     """Links, code and URLs, sorted by start; they may overlap."""
-    regions = [m.span() for rx in (_CODE_SPAN, _URL) for m in rx.finditer(text)]
+    # Each regex runs only on text holding its literal part: most sentences hold neither, and the
+    # two scans cost more than sentencex itself.
+    regions = [m.span() for m in _CODE_SPAN.finditer(text)] if "`" in text else []
+    if "://" in text or "www." in text:
+        regions.extend(m.span() for m in _URL.finditer(text))
     regions.extend(_wikilink_spans(text))
     regions.extend(_markdown_link_spans(text))
     regions.sort()

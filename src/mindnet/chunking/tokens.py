@@ -152,11 +152,16 @@ class Tokenizer:
             size *= 2
         return list(self._sp.encode(text))[:n]
 
-    def head_ids_many(self, texts: Sequence[str], n: int) -> list[list[int]]:
-        """`head_ids` of many texts, their prefixes encoded in one call."""
-        size = 8 * n
+    def head_ids_many(self, texts: Sequence[str], n: int, counts: Sequence[int] | None = None) -> list[list[int]]:
+        """`head_ids` of many texts, their prefixes encoded in one call.
+
+        `counts` (each text's `count`, when the caller has it) sizes each prefix by the text's own
+        characters per token, half as long as the fixed guess; a prefix that falls short is encoded
+        again longer, so the ids are the same either way.
+        """
         heads = []
-        for text in texts:
+        for i, text in enumerate(texts):
+            size = 8 * n if counts is None else n * len(text) * 3 // max(2 * (counts[i] - _SPECIAL_IDS), 1) + 16
             cut = max(text.rfind(" ", 0, size), text.rfind("\n", 0, size)) if len(text) > size else -1
             heads.append(text[:cut] if cut > 0 else text)
         batch = self._sp.encode(heads, num_threads=1) if heads else []
@@ -187,7 +192,9 @@ _SEPARATORS = " \t\n\r\f\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u
 """Characters that both `normalise` (NFKC) and the model's normaliser turn into plain whitespace, so they
 separate words alike in a chunk's text and in the note's body. (Not U+000B or U+0085: the model keeps
 those as unknown characters.)"""
-_SEPARATOR_CODES = np.array([ord(c) for c in _SEPARATORS], dtype=np.uint32)
+_IS_SEPARATOR = np.zeros(sys.maxunicode + 1, dtype=bool)
+"""Per code point: whether it is one of `_SEPARATORS` (a lookup is 4x faster than `np.isin`)."""
+_IS_SEPARATOR[[ord(c) for c in _SEPARATORS]] = True
 
 
 class NoteTokens:
@@ -237,7 +244,7 @@ class NoteTokens:
         if (ids == _UNK_ID).any():
             return False
         codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        sep = np.isin(codes, _SEPARATOR_CODES)
+        sep = _IS_SEPARATOR[codes]
         edges = np.diff(np.concatenate(([True], sep, [True])).astype(np.int8))
         starts, ends = np.flatnonzero(edges == -1), np.flatnonzero(edges == 1)
         opens = self._tokenizer._word_start[ids]
