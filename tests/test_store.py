@@ -4,6 +4,9 @@ server when MINDNET_TEST_QDRANT_URL is set (R16, R17, R20, R22)."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -357,3 +360,31 @@ def test_facet_counts_every_value_of_an_indexed_keyword(open_test_store: StoreFa
     assert len(store.facet("notes", "note_id")) == 23  # more values than Qdrant's default limit of 10
     with pytest.raises(ValueError, match="no keyword index"):
         store.facet("notes", "fulltext")
+
+
+def test_facet_drops_values_left_in_the_index_by_a_killed_writer(tmp_path) -> None:
+    """After a SIGKILL, Edge replays its WAL and keeps an overwritten value in the index with count 0;
+    an import took such a value for a stored `sync_state` (R21), so facet lists only values held."""
+    folder = tmp_path / "store"
+    for state, kill in (("old", False), ("new", True)):
+        script = UPDATE_NOTE.format(folder=str(folder), state=state, kill=kill)
+        done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+        assert done.returncode == (-signal.SIGKILL if kill else 0), done.stderr
+    store = EdgeStore(folder)
+    try:
+        store.ensure(SCHEMA)
+        assert store.facet("notes", "sync_state") == {"new": 1}
+    finally:
+        store.close()
+
+
+UPDATE_NOTE = """
+import os, signal
+from mindnet.store import EdgeStore, PointRecord, StoreSchema, VectorSpec
+store = EdgeStore({folder!r})
+store.ensure(StoreSchema(vectors=(VectorSpec("use", "fake-use@1", 4),), chunking_hash="c1"))
+store.upsert("notes", [PointRecord("n1", {{"note_id": "n1", "sync_state": {state!r}}})])
+if {kill}:
+    os.kill(os.getpid(), signal.SIGKILL)  # no close: the next process replays the WAL
+store.close()
+"""

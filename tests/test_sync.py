@@ -48,18 +48,45 @@ def run(vault: Path, quality: Embedder | None = None, **kw: Any) -> Any:
 
 def snapshot(vault: Path) -> dict[str, dict[str, str]]:
     """Every point id with a hash of its payload, per collection."""
+    return {
+        name: {pid: hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+               for pid, payload in points.items()}
+        for name, points in payloads(vault).items()
+    }
+
+
+def payloads(vault: Path) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every point id with its payload, per collection."""
     store = open_store(vault, Settings())
     try:
         store.ensure(store.meta())  # type: ignore[arg-type]
-        return {
-            name: {
-                p.id: hashlib.sha256(json.dumps(p.payload, sort_keys=True).encode()).hexdigest()
-                for p in store.scroll(name)  # type: ignore[arg-type]
-            }
-            for name in ("notes", "chunks", "edges")
-        }
+        return {name: {p.id: p.payload for p in store.scroll(name)} for name in ("notes", "chunks", "edges")}
     finally:
         store.close()
+
+
+def differences(got: dict[str, dict[str, dict[str, Any]]], want: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
+    """One line per point missing, extra, or per payload field that differs: what a failed convergence
+    test must say, since a hash mismatch names neither the note nor the field."""
+
+    def shown(value: Any) -> str:
+        text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return text if len(text) <= 300 else f"{text[:300]}… ({len(text)} chars)"
+
+    lines: list[str] = []
+    for name in sorted(set(got) | set(want)):
+        have, expected = got.get(name, {}), want.get(name, {})
+        for pid in sorted(set(have) | set(expected)):
+            if pid not in have or pid not in expected:
+                payload = expected.get(pid) or have.get(pid) or {}
+                where = "missing" if pid not in have else "extra"
+                lines.append(f"{name} {pid} ({payload.get('note_id')}): {where}")
+                continue
+            for key in sorted(set(have[pid]) | set(expected[pid])):
+                a, b = have[pid].get(key, "<absent>"), expected[pid].get(key, "<absent>")
+                if a != b:
+                    lines.append(f"{name} {pid} ({have[pid].get('note_id')}) {key}: got {shown(a)}, want {shown(b)}")
+    return lines
 
 
 def test_second_import_embeds_nothing_and_writes_nothing(vault: Path) -> None:
@@ -250,7 +277,7 @@ def test_sigkill_at_random_moments_converges_to_a_clean_import(vault: Path) -> N
     clean = vault.parent / "clean"
     shutil.copytree(vault, clean)
     run(clean)
-    expected = snapshot(clean)
+    expected = payloads(clean)
     notes = sorted(p for p in vault.rglob("*.md") if ".mindnet" not in p.parts)
     originals = {p: (p.read_bytes(), os.stat(p).st_mtime) for p in notes}
     script = DRIVER.format(tests=str(Path(__file__).parent), vault=str(vault))
@@ -277,7 +304,42 @@ def test_sigkill_at_random_moments_converges_to_a_clean_import(vault: Path) -> N
         note.write_bytes(content)
         os.utime(note, (mtime, mtime))
     subprocess.run([sys.executable, "-c", script], check=True, capture_output=True)
-    assert snapshot(vault) == expected
+    diff = differences(payloads(vault), expected)
+    assert not diff, f"{len(diff)} differences after {killed} kills:\n" + "\n".join(diff)
+
+
+KILLED_BEFORE_CLOSE = """
+import os, signal, sys
+sys.path.insert(0, {tests!r})
+from fakes import FakeEmbedder
+from mindnet.api import Index
+from mindnet.config import Settings
+from mindnet.store import EdgeStore
+EdgeStore.close = lambda self: os.kill(os.getpid(), signal.SIGKILL)  # every write done, nothing flushed
+with Index({vault!r}, Settings(), embedder=FakeEmbedder()) as index:
+    index.import_vault()
+"""
+
+
+def test_note_edited_back_after_a_run_killed_before_the_store_closed_is_rewritten(vault: Path) -> None:
+    """The random-kill test's rare failure, made certain: a run killed after its writes leaves them
+    in Edge's WAL, and the next process replays it; a note whose file is back at its content of the
+    last clean close must still be rewritten (R21), although the index remembers that old state."""
+    run(vault)
+    note = vault / "journal" / "2025-09-07.md"
+    original = note.read_bytes()
+    note.write_bytes(original + b"\nEdit.\n")
+    script = KILLED_BEFORE_CLOSE.format(tests=str(Path(__file__).parent), vault=str(vault))
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr
+    note.write_bytes(original)
+    summary, _ = run(vault)
+    assert summary.notes_changed == 1
+    clean = vault.parent / "clean"
+    shutil.copytree(vault, clean, ignore=shutil.ignore_patterns(".mindnet"))
+    run(clean)
+    diff = differences(payloads(vault), payloads(clean))
+    assert not diff, "\n".join(diff)
 
 
 def test_store_built_with_another_model_is_refused(vault: Path) -> None:

@@ -242,11 +242,17 @@ class Store(ABC):
 
         Answered from the payload index alone, without reading payloads: an import learns which
         notes are unchanged (`sync_state`) in a tenth of the time a scroll of every note takes.
+
+        Values no point holds any more are dropped. Qdrant Edge, replaying its WAL after a killed
+        process, keeps the overwritten value of an updated point in the index with a count of 0;
+        taken as a stored `sync_state`, it made a note whose file went back to that content look
+        unchanged, and the killed run's newer chunks and note point stayed (R21).
         """
         self._check_collection(collection)
         if key not in KEYWORD_INDEXES.get(collection, ()):
             raise ValueError(f"{collection}.{key} has no keyword index to facet on")
-        return self._facet(collection, key, self._count(collection, None) + 1)
+        counts = self._facet(collection, key, self._count(collection, None) + 1)
+        return {value: n for value, n in counts.items() if n > 0}
 
     def count(self, collection: CollectionName, flt: Filter | None = None) -> int:
         """Exact number of points matching `flt`."""
