@@ -178,6 +178,7 @@ class Search {
     if (this.show(hits, query, number) && typedAt !== null) {
       window.mindnetTimings.push(performance.now() - typedAt);
       this.results.dataset.timed = String(window.mindnetTimings.length);
+      this.results.dataset.timedQuery = query;
     }
   }
 
