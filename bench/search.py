@@ -6,6 +6,7 @@ Two commands, run from the repo root:
         [--use-engine auto|packaged|onnx]
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
     .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants] [--floor]
+        [--e5 [--e5-fixed] [--e5-latency CELL]]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
 
 `loo` is the honest figure (issue 15): twelve (set, direction) cells (`bench/cells.py`), each
@@ -16,6 +17,17 @@ scorings of each single list (`bench/variants.py`), score fusion, and each candi
 hybrid, all chosen out of sample the same way. `--floor` replays only the default and the proposed
 setting at dense floors 0-0.7 (`SearchTuning.dense_floor`). `eval` and `grid` below are in-sample:
 their sets chose the knobs they report.
+
+`loo --e5` (Build 5) fills the e5 tier of every cell's store (vectors cached in one
+`<work>/e5-cache.sqlite`, so the mixed vault and every re-run embed nothing new; ~30 min for all
+corpora on the loaded 2-core VM) and adds, per cell: dense e5 alone, the default with the tier,
+and out-of-sample picks of (a) the fusion with the e5 and use weights among the knobs and (b) a
+per-direction rule, the e5 weight of a chunk set by whether it is in the query's language
+(`E5ByLanguage`), both over the same 14 lexical settings as the no-e5 figure they are compared
+with; means per direction class (same language, cross-lingual, mixed vault); how many chunks
+exceed e5's 512-token window. `--e5-fixed` gives the fixed-window baseline an e5 twin ("dense e5
+(fixed)"); `--e5-latency CELL` times the tier's query cost there. Without `--e5`, `loo` never
+fuses the tier, even on a store that holds it.
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
 (kept, so a second run reuses the embedding cache) and prints one metrics table per question
@@ -634,6 +646,11 @@ E5_RULES = tuple(E5ByLanguage(same, other) for same in (0.0, 0.5, 1.0, 2.0) for 
                  if same or other)
 
 
+def rule_tunings() -> list[SearchTuning]:
+    """`RULE_TUNINGS` with the `use` weight 1 or 0.5 beside e5 (the rule sets the e5 weight itself)."""
+    return [dataclasses.replace(t, e5_weight=1.0, use_weight_with_e5=use) for t in RULE_TUNINGS for use in (1.0, 0.5)]
+
+
 def fuse_e5_by_language(query: str, lists: CandidateLists, tuning: SearchTuning, rule: E5ByLanguage,
                         feedback: FeedbackSearch | None = None) -> list[_Cand]:
     """`fuse` with the e5 list weighted per chunk by `rule` instead of one `e5_weight`.
@@ -731,7 +748,7 @@ def measure_e5(fetched: list[CellLists], result: dict[str, object]) -> dict[str,
         _tuning_label(t): {c.name: replay(plain[c.name], "hybrid", t)["all"].ndcg_5 for c in fetched}
         for t in RULE_TUNINGS}
     choices["e5 by language"] = {f"{_tuning_label(t)} e5 same={rule.same} other={rule.other}": {
-        c.name: replay_rule(c.real, t, rule) for c in fetched} for t in RULE_TUNINGS for rule in E5_RULES}
+        c.name: replay_rule(c.real, t, rule) for c in fetched} for t in rule_tunings() for rule in E5_RULES}
     print(f"  e5 by language: {len(choices['e5 by language'])} settings in {time.perf_counter() - started:.0f}s",
           file=sys.stderr, flush=True)
     return choices
