@@ -117,6 +117,8 @@ from mindnet.search import (
     fuse,
     rrf_fuse,
 )
+from mindnet.search.fusion import close_to_top, language_slots
+from mindnet.search.fusion import ranked as ranked_points
 from mindnet.store import EdgeStore, PointRecord, ScoredPoint, SparseVec, StoreSchema, VectorSpec, lexical_document
 from mindnet.sync import import_vault
 
@@ -655,32 +657,37 @@ def fuse_e5_by_language(query: str, lists: CandidateLists, tuning: SearchTuning,
                         feedback: FeedbackSearch | None = None) -> list[_Cand]:
     """`fuse` with the e5 list weighted per chunk by `rule` instead of one `e5_weight`.
 
-    Same steps in the same order (RRF of the lists, title list, feedback); `tuning.e5_weight` is
-    ignored and `use_weight_with_e5` holds whenever an e5 list is there. No title boost (the `loo`
-    grid keeps it at 0).
+    Same steps in the same order (dense floor, RRF of the lists by chunk or note ranks, feedback,
+    language slots, title list); `tuning.e5_weight` is ignored and `use_weight_with_e5` holds
+    whenever an e5 list is there. No title boost (the `loo` grid keeps it at 0).
+    tests/test_bench_e5_rule.py holds it to `fuse` for a flat rule.
     """
     if tuning.title_boost:
         raise ValueError("fuse_e5_by_language does not replay the title boost")
     langs: dict[str, float] = dict(lists.query_langs)
     if not tuning.language_confidence and langs:
         langs = {max(langs, key=lambda lang: langs[lang]): 1.0}
+    dense = close_to_top(lists.dense, tuning.dense_floor)
     # Dense, then e5, then lexical, as `rrf_fuse` adds them: equal scores keep `fuse`'s order.
-    out = {c.chunk_id: c for c in rrf_fuse(lists.dense, (), None, rrf_k=tuning.rrf_k,
+    out = {c.chunk_id: c for c in rrf_fuse(dense, (), None, rrf_k=tuning.rrf_k, note_ranks=tuning.note_ranks,
                                            dense_weight=tuning.use_weight_with_e5 if lists.quality else 1.0)}
-    for rank, p in enumerate(lists.quality, 1):
+    for rank, p in ranked_points(lists.quality, tuning.note_ranks):
         w = _by_language(p, langs, rule.same, rule.other)
         if w > 0:
             _add_rrf(out, p, w / (tuning.rrf_k + rank), E5_VECTOR)
-    for rank, p in enumerate(lists.lexical, 1):
+    for rank, p in ranked_points(lists.lexical, tuning.note_ranks):
         w = _by_language(p, langs, tuning.lexical_weight_same, tuning.lexical_weight_other)
         _add_rrf(out, p, w / (tuning.rrf_k + rank), "lexical")
     ranked = sorted(out.values(), key=lambda c: -c.score)
-    if tuning.title_weight > 0 and lists.titles:
-        ranked = add_title_list(ranked, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight)
     if feedback is not None and tuning.feedback_weight > 0 and tuning.feedback_docs > 0:
         vector = feedback_query(ranked[: tuning.feedback_docs], tuning.feedback_terms)
         if vector.indices:
-            ranked = add_feedback(ranked, feedback(vector), rrf_k=tuning.rrf_k, weight=tuning.feedback_weight)
+            ranked = add_feedback(ranked, feedback(vector), rrf_k=tuning.rrf_k, weight=tuning.feedback_weight,
+                                  note_ranks=tuning.note_ranks)
+    if tuning.language_slots and dense:
+        ranked = language_slots(ranked, dense)
+    if tuning.title_weight > 0 and lists.titles:
+        ranked = add_title_list(ranked, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight)
     return ranked
 
 

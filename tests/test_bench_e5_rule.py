@@ -46,7 +46,9 @@ def cases(draw: st.DrawFn) -> tuple[CandidateLists, SearchTuning]:
                           use_weight_with_e5=draw(st.sampled_from((0.5, 1.0))),
                           e5_weight=draw(st.sampled_from((0.5, 1.0, 2.0))),
                           title_weight=draw(st.sampled_from((0.0, 1.0))),
-                          feedback_weight=draw(st.sampled_from((0.0, 0.25))))
+                          feedback_weight=draw(st.sampled_from((0.0, 0.25))),
+                          note_ranks=draw(st.booleans()), language_slots=draw(st.booleans()),
+                          dense_floor=draw(st.sampled_from((0.0, 0.25, 0.6))))
     return _lists(draw), tuning
 
 
@@ -72,7 +74,7 @@ def test_flat_rule_ranks_exactly_as_fuse(case: tuple[CandidateLists, SearchTunin
 def test_zero_weight_keeps_the_other_language_out(case: tuple[CandidateLists, SearchTuning]) -> None:
     lists, tuning = case
     english = CandidateLists(lists.dense, lists.lexical, {"en": 1.0}, quality=lists.quality)
-    plain = SearchTuning(rrf_k=tuning.rrf_k, feedback_weight=0.0)
+    plain = SearchTuning(rrf_k=tuning.rrf_k, feedback_weight=0.0, language_slots=False)
     got = {c.chunk_id: c for c in bench.fuse_e5_by_language("q", english, plain, bench.E5ByLanguage(1.0, 0.0))}
     elsewhere = {p.id for p in (*lists.dense, *lists.lexical)}
     for p in lists.quality:
