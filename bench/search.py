@@ -6,6 +6,7 @@ Two commands, run from the repo root:
         [--use-engine auto|packaged|onnx]
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
     .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants] [--floor]
+        [--e5 [--e5-fixed] [--e5-latency CELL]]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
 
 `loo` is the honest figure (issue 15): twelve (set, direction) cells (`bench/cells.py`), each
@@ -16,6 +17,17 @@ scorings of each single list (`bench/variants.py`), score fusion, and each candi
 hybrid, all chosen out of sample the same way. `--floor` replays only the default and the proposed
 setting at dense floors 0-0.7 (`SearchTuning.dense_floor`). `eval` and `grid` below are in-sample:
 their sets chose the knobs they report.
+
+`loo --e5` (Build 5) fills the e5 tier of every cell's store (vectors cached in one
+`<work>/e5-cache.sqlite`, so the mixed vault and every re-run embed nothing new; ~30 min for all
+corpora on the loaded 2-core VM) and adds, per cell: dense e5 alone, the default with the tier,
+and out-of-sample picks of (a) the fusion with the e5 and use weights among the knobs and (b) a
+per-direction rule, the e5 weight of a chunk set by whether it is in the query's language
+(`E5ByLanguage`), both over the same 14 lexical settings as the no-e5 figure they are compared
+with; means per direction class (same language, cross-lingual, mixed vault); how many chunks
+exceed e5's 512-token window. `--e5-fixed` gives the fixed-window baseline an e5 twin ("dense e5
+(fixed)"); `--e5-latency CELL` times the tier's query cost there. Without `--e5`, `loo` never
+fuses the tier, even on a store that holds it.
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
 (kept, so a second run reuses the embedding cache) and prints one metrics table per question
@@ -68,6 +80,7 @@ import numpy as np
 
 import cells
 import variants
+from mindnet import quality_tier
 from mindnet.config import Settings, load_settings
 from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder, make_embedder
 from mindnet.evaluation import (
@@ -89,6 +102,7 @@ from mindnet.evaluation import (
     score_query,
     write_beir_vault,
 )
+from mindnet.points import stored_embedding_input
 from mindnet.search import (
     E5_VECTOR,
     CandidateLists,
@@ -96,9 +110,15 @@ from mindnet.search import (
     Searcher,
     SearchTuning,
     _Cand,
+    add_feedback,
+    add_title_list,
     best_per_note,
+    feedback_query,
     fuse,
+    rrf_fuse,
 )
+from mindnet.search.fusion import close_to_top, language_slots
+from mindnet.search.fusion import ranked as ranked_points
 from mindnet.store import EdgeStore, PointRecord, ScoredPoint, SparseVec, StoreSchema, VectorSpec, lexical_document
 from mindnet.sync import import_vault
 
@@ -506,6 +526,7 @@ def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace) -> list[C
     wanted = [c for c in cells.CELLS if not args.cells or any(c.name.startswith(p) for p in args.cells.split(","))]
     corpora = cells.open_corpora(stack, work, embedder, cells.base_settings(),
                                  {c.corpus for c in wanted}, args.max_queries)
+    corpora = e5_corpora(stack, work, corpora, fixed=args.e5_fixed) if args.e5 else without_e5(corpora)
     out = []
     for spec in wanted:
         real, base, key = corpora[spec.corpus]
@@ -523,10 +544,279 @@ def single_scores(cl: CellLists) -> dict[str, float]:
             "dense": replay(cl.real, "dense", SearchTuning())["all"].ndcg_5}
 
 
+# -- loo --e5: the quality tier in every cell ------------------------------------------------------
+
+E5_CACHE = "e5-cache.sqlite"
+"""One e5 text-hash cache for every corpus of a `--work`: the mixed vault's chunks are the German
+and English vaults' chunks, so one cache embeds each text once (re-runs embed nothing)."""
+E5_MAX_TOKENS = 512
+"""What e5 reads in one window (BOS and EOS included); longer inputs are windowed by the engine."""
+
+Corpora = dict[str, tuple[Searcher, Searcher, "dict[str, str] | None"]]
+
+
+def without_e5(corpora: Corpora) -> Corpora:
+    """Searchers that never fetch the e5 list, so plain `loo` is two-list fusion even on a store
+    an `--e5` run filled (the store's own searcher would load the model and fuse the tier)."""
+    return {name: (Searcher(real.store, real.embedder, real.settings), base, key)
+            for name, (real, base, key) in corpora.items()}
+
+
+def e5_corpora(stack: contextlib.ExitStack, work: Path, corpora: Corpora, *, fixed: bool) -> Corpora:
+    """Every corpus with its e5 tier filled and searchers that fetch the e5 list.
+
+    `fixed`: the fixed-window baseline store too ("dense e5 (fixed)"), its windows embedded as is
+    (no title prefix), like its `use` vectors; otherwise the baseline stays two-list.
+    """
+    e5 = CachedEmbedder(make_embedder("e5"), EmbeddingCache(work / E5_CACHE))
+    stack.callback(e5.cache.close)
+    out: Corpora = {}
+    for name, (real, base, key) in sorted(corpora.items()):
+        real = fill_tier(real, e5, name, as_is=False)
+        if fixed:
+            base = fill_tier(base, e5, f"{name} (fixed)", as_is=True)
+        out[name] = (real, base, key)
+    return out
+
+
+def fill_tier(searcher: Searcher, e5: CachedEmbedder, label: str, *, as_is: bool) -> Searcher:
+    """Fill `searcher`'s store with the e5 vector (cached texts cost no model call); a searcher fetching it.
+
+    `as_is`: embed each chunk's stored text alone, without the title/section prefix.
+    """
+    settings = dataclasses.replace(searcher.settings, embed_title_prefix=False) if as_is else searcher.settings
+    started = time.perf_counter()
+    last = [started]
+
+    def progress(_stage: str, done: int, total: int) -> None:
+        if time.perf_counter() - last[0] > 60:
+            last[0] = time.perf_counter()
+            print(f"    {label}: e5 {done}/{total}", file=sys.stderr, flush=True)
+
+    embedded, left = quality_tier.fill_e5(searcher.store, e5, settings, progress)
+    print(f"  {label}: e5 tier filled, {embedded} chunks embedded ({left} left) in "
+          f"{time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
+    return Searcher(searcher.store, searcher.embedder, searcher.settings, quality=e5)
+
+
+def e5_windows(searcher: Searcher, e5: Embedder, *, as_is: bool = False) -> dict[str, int]:
+    """How many chunks' e5 input (prefix `passage: `, BOS/EOS) exceeds one 512-token window.
+
+    Chunks are sized by USE's tokenizer (up to 600 tokens); e5's SentencePiece cuts German finer,
+    so a chunk within USE's budget may not fit e5's. The engine windows such inputs (the vector is
+    the token-weighted mean of the windows) rather than truncating them: counted here, not fixed.
+    """
+    settings = dataclasses.replace(searcher.settings, embed_title_prefix=False) if as_is else searcher.settings
+    counts = [e5.count_tokens(stored_embedding_input(p.payload, settings)) for p in searcher.store.scroll("chunks")]
+    return {"chunks": len(counts), "over": sum(c > E5_MAX_TOKENS for c in counts),
+            "max": max(counts, default=0), "median": int(statistics.median(counts)) if counts else 0}
+
+
+RULE_TUNINGS = (SearchTuning(), PROPOSED,
+                *(SearchTuning(rrf_k=k, lexical_weight_same=same, feedback_weight=fb)
+                  for k in (5, 10, 20) for same in (0.5, 1.0) for fb in (0.0, 0.25)))
+"""The lexical settings the e5 knobs and rules are crossed with (a subset of `loo_tunings`)."""
+E5_KNOBS = ((0.5, 1.0), (1.0, 1.0), (2.0, 1.0), (0.5, 0.5), (1.0, 0.5), (2.0, 0.5))
+"""(e5 weight, use weight with e5) crossed with every `loo_tunings` setting in the `hybrid + e5`
+choice set; (1.0, 1.0) is the default's."""
+
+
+def e5_tunings() -> list[SearchTuning]:
+    """Every `RULE_TUNINGS` lexical setting with every e5 knob pair: the e5 weight becomes one more knob.
+
+    Not all of `loo_tunings` (108 x 6 would be 648 replays of every question, ~25 min per run on
+    the loaded 2-core VM): the gain is measured against the same 14 lexical settings without e5.
+    """
+    return [dataclasses.replace(t, e5_weight=e5, use_weight_with_e5=use) for t in RULE_TUNINGS for e5, use in E5_KNOBS]
+
+
+@dataclasses.dataclass(frozen=True)
+class E5ByLanguage:
+    """A per-direction rule for the e5 list: its weight depends on the chunk's language.
+
+    w(c) = other + (same - other) x P(query in c's language), the form the lexical list uses;
+    `same == other` is the flat `e5_weight` of today's fusion.
+    """
+
+    same: float
+    """e5 weight of a chunk in the query's language."""
+    other: float
+    """e5 weight of a chunk in another language."""
+
+
+E5_RULES = tuple(E5ByLanguage(same, other) for same in (0.0, 0.5, 1.0, 2.0) for other in (0.0, 0.5, 1.0, 2.0)
+                 if same or other)
+
+
+def rule_tunings() -> list[SearchTuning]:
+    """`RULE_TUNINGS` with the `use` weight 1 or 0.5 beside e5 (the rule sets the e5 weight itself)."""
+    return [dataclasses.replace(t, e5_weight=1.0, use_weight_with_e5=use) for t in RULE_TUNINGS for use in (1.0, 0.5)]
+
+
+def fuse_e5_by_language(query: str, lists: CandidateLists, tuning: SearchTuning, rule: E5ByLanguage,
+                        feedback: FeedbackSearch | None = None) -> list[_Cand]:
+    """`fuse` with the e5 list weighted per chunk by `rule` instead of one `e5_weight`.
+
+    Same steps in the same order (dense floor, RRF of the lists by chunk or note ranks, feedback,
+    language slots, title list); `tuning.e5_weight` is ignored and `use_weight_with_e5` holds
+    whenever an e5 list is there. No title boost (the `loo` grid keeps it at 0).
+    tests/test_bench_e5_rule.py holds it to `fuse` for a flat rule.
+    """
+    if tuning.title_boost:
+        raise ValueError("fuse_e5_by_language does not replay the title boost")
+    langs: dict[str, float] = dict(lists.query_langs)
+    if not tuning.language_confidence and langs:
+        langs = {max(langs, key=lambda lang: langs[lang]): 1.0}
+    dense = close_to_top(lists.dense, tuning.dense_floor)
+    # Dense, then e5, then lexical, as `rrf_fuse` adds them: equal scores keep `fuse`'s order.
+    out = {c.chunk_id: c for c in rrf_fuse(dense, (), None, rrf_k=tuning.rrf_k, note_ranks=tuning.note_ranks,
+                                           dense_weight=tuning.use_weight_with_e5 if lists.quality else 1.0)}
+    for rank, p in ranked_points(lists.quality, tuning.note_ranks):
+        w = _by_language(p, langs, rule.same, rule.other)
+        if w > 0:
+            _add_rrf(out, p, w / (tuning.rrf_k + rank), E5_VECTOR)
+    for rank, p in ranked_points(lists.lexical, tuning.note_ranks):
+        w = _by_language(p, langs, tuning.lexical_weight_same, tuning.lexical_weight_other)
+        _add_rrf(out, p, w / (tuning.rrf_k + rank), "lexical")
+    ranked = sorted(out.values(), key=lambda c: -c.score)
+    if feedback is not None and tuning.feedback_weight > 0 and tuning.feedback_docs > 0:
+        vector = feedback_query(ranked[: tuning.feedback_docs], tuning.feedback_terms)
+        if vector.indices:
+            ranked = add_feedback(ranked, feedback(vector), rrf_k=tuning.rrf_k, weight=tuning.feedback_weight,
+                                  note_ranks=tuning.note_ranks)
+    if tuning.language_slots and dense:
+        ranked = language_slots(ranked, dense)
+    if tuning.title_weight > 0 and lists.titles:
+        ranked = add_title_list(ranked, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight)
+    return ranked
+
+
+def _by_language(p: ScoredPoint, langs: dict[str, float], same: float, other: float) -> float:
+    """`rrf_fuse`'s language weight: `same` when either language is unknown."""
+    lang = p.payload.get("lang")
+    return same if not langs or not lang else other + (same - other) * langs.get(str(lang), 0.0)
+
+
+def _add_rrf(out: dict[str, _Cand], p: ScoredPoint, part: float, via: str) -> None:
+    c = out.get(p.id)
+    if c is None:
+        out[p.id] = _Cand(p.id, part, p.payload, via)
+    else:
+        c.score += part
+        c.via = f"{c.via}+{via}"
+
+
+def replay_rule(r: Replay, tuning: SearchTuning, rule: E5ByLanguage) -> float:
+    """nDCG@5 of hybrid with the e5 list weighted by `rule`, note ranking as `search` does."""
+    ranked = []
+    for i, q in enumerate(r.queries):
+        cands = best_per_note(fuse_e5_by_language(q.query, r.lists[i], tuning, rule, r.feedback),
+                              tuning.note_sum_weight)
+        ranked.append([_key(r, c) for c in cands[:10]])
+    return metrics_of(r, ranked)["all"].ndcg_5
+
+
+def _key(r: Replay, c: _Cand) -> str:
+    pl = c.payload
+    return r.key.get(str(pl.get("path")), "") if r.key is not None else str(pl.get("note_id"))
+
+
+def strip_e5(r: Replay) -> Replay:
+    """`r` without its e5 lists: the fusion of a store whose tier is not filled (yet)."""
+    return dataclasses.replace(r, lists=[dataclasses.replace(lists, quality=()) for lists in r.lists])
+
+
+def e5_direction(cell: str) -> str:
+    """A cell's direction class: `same` (x→x), `cross` (x→y) or `mixed` (→mixed)."""
+    asked, searched = cell.split()[-1].split("→")
+    return "mixed" if searched == "mixed" else ("same" if asked == searched else "cross")
+
+
+def measure_e5(fetched: list[CellLists], result: dict[str, object]) -> dict[str, dict[str, dict[str, float]]]:
+    """The e5 figures of `loo --e5`: single lists into `result["singles"]`, the choice sets returned.
+
+    `hybrid + e5` is the default's fusion with the e5 weights among the knobs, `e5 by language` the
+    per-direction rule, both over `RULE_TUNINGS`; `hybrid (rule knobs, no e5)` is the same lexical
+    subset without the tier, so each gain is measured against like.
+    """
+    singles: dict[str, dict[str, float]] = result["singles"]  # type: ignore[assignment]
+    for c in fetched:
+        singles[c.name]["dense e5"] = replay(c.real, "dense-e5", SearchTuning())["all"].ndcg_5
+        if any(lists.quality for lists in c.fixed.lists):
+            singles[c.name]["dense e5 (fixed)"] = replay(c.fixed, "dense-e5", SearchTuning())["all"].ndcg_5
+    started = time.perf_counter()
+    choices = {"hybrid + e5": {_tuning_label(t): {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
+                               for t in e5_tunings()}}
+    print(f"  hybrid + e5: {len(choices['hybrid + e5'])} settings in {time.perf_counter() - started:.0f}s",
+          file=sys.stderr, flush=True)
+    started = time.perf_counter()
+    plain = {c.name: strip_e5(c.real) for c in fetched}
+    choices["hybrid (rule knobs, no e5)"] = {
+        _tuning_label(t): {c.name: replay(plain[c.name], "hybrid", t)["all"].ndcg_5 for c in fetched}
+        for t in RULE_TUNINGS}
+    choices["e5 by language"] = {f"{_tuning_label(t)} e5 same={rule.same} other={rule.other}": {
+        c.name: replay_rule(c.real, t, rule) for c in fetched} for t in rule_tunings() for rule in E5_RULES}
+    print(f"  e5 by language: {len(choices['e5 by language'])} settings in {time.perf_counter() - started:.0f}s",
+          file=sys.stderr, flush=True)
+    return choices
+
+
+def e5_window_counts(fetched: list[CellLists]) -> dict[str, dict[str, int]]:
+    """`e5_windows` of each cell's real store (counted once per store)."""
+    seen: dict[int, dict[str, int]] = {}
+    out = {}
+    for c in fetched:
+        e5 = c.searcher.quality_embedder()
+        if e5 is None:
+            continue
+        if id(c.searcher) not in seen:
+            seen[id(c.searcher)] = e5_windows(c.searcher, e5)
+        out[c.name] = seen[id(c.searcher)]
+    return out
+
+
+def e5_latency(fetched: list[CellLists], cell: str, n: int = 50) -> dict[str, dict[str, float]]:
+    """What the tier costs a query in-process on one cell: p50/p95 ms over `n` questions (3 warm-up).
+
+    `hybrid` and `hybrid + e5` are `Searcher.search(k=10, by_note=True)` end to end (both embed
+    the query with USE); `e5 query` is the e5 query embedding alone and `e5 search` the extra
+    dense search on `e5`, the two parts of the difference.
+    """
+    c = next(c for c in fetched if c.name.startswith(cell))
+    e5 = c.searcher.quality_embedder()
+    if e5 is None:
+        raise ValueError(f"{c.name}: the store has no e5 tier")
+    plain = Searcher(c.searcher.store, c.searcher.embedder, c.searcher.settings)
+    queries = [q.query for q in c.real.queries]
+    times: dict[str, list[float]] = {"hybrid": [], "hybrid + e5": [], "e5 query": [], "e5 search": []}
+    for i in range(n + 3):
+        q = queries[i % len(queries)]
+        t0 = time.perf_counter()
+        plain.search(q, k=10, by_note=True)
+        t1 = time.perf_counter()
+        c.searcher.search(q, k=10, by_note=True)
+        t2 = time.perf_counter()
+        vec = e5.embed_query(q)
+        t3 = time.perf_counter()
+        c.searcher.store.search_dense("chunks", E5_VECTOR, vec, limit=POOL)
+        t4 = time.perf_counter()
+        if i >= 3:
+            for k, v in zip(times, (t1 - t0, t2 - t1, t3 - t2, t4 - t3), strict=True):
+                times[k].append(v * 1000)
+    out = {}
+    for k, v in times.items():
+        v.sort()
+        out[k] = {"p50": statistics.median(v), "p95": v[min(len(v) - 1, int(0.95 * len(v)))]}
+    print(f"  e5 latency on {c.name} ({c.searcher.store.count('chunks')} chunks): "
+          + ", ".join(f"{k} p50 {v['p50']:.1f} ms" for k, v in out.items()), file=sys.stderr, flush=True)
+    return {c.name: out}
+
+
 def run_loo(args: argparse.Namespace) -> None:
     """Fetch the cells, replay every choice set, write the figures (`--out`) and print the tables."""
     with contextlib.ExitStack() as stack:
-        fetched = fetch_cells(stack, args)
+        with_tier = fetch_cells(stack, args)
+        fetched = [dataclasses.replace(c, real=strip_e5(c.real)) for c in with_tier]  # two lists, as without --e5
         names = [c.name for c in fetched]
         result: dict[str, object] = {"cells": names, "sizes": {c.name: len(c.real.queries) for c in fetched},
                                      "singles": {c.name: single_scores(c) for c in fetched}}
@@ -542,6 +832,11 @@ def run_loo(args: argparse.Namespace) -> None:
                 convex_notes(c.real, q, cfg) for q in range(len(c.real.queries))])["all"].ndcg_5 for c in fetched}
                 for cfg in CONVEX}
             run_variants(fetched, result["singles"], choices)  # type: ignore[arg-type]
+        if args.e5:
+            choices.update(measure_e5(with_tier, result))
+            result["e5_windows"] = e5_window_counts(with_tier)
+            if args.e5_latency:
+                result["e5_latency"] = e5_latency(with_tier, args.e5_latency)
         result["choices"] = choices
         result["default"] = _tuning_label(SearchTuning())
         result["proposed"] = _tuning_label(PROPOSED)
@@ -555,6 +850,8 @@ def merge_results(results: Sequence[dict]) -> dict:  # type: ignore[type-arg]
     out: dict = {"cells": [], "sizes": {}, "singles": {}, "choices": {},  # type: ignore[type-arg]
                  "default": results[0]["default"], "proposed": results[0].get("proposed", results[0]["default"])}
     for r in results:
+        for extra in ("e5_windows", "e5_latency"):  # loo --e5
+            out.setdefault(extra, {}).update(r.get(extra, {}))
         out["cells"] += r["cells"]
         out["sizes"].update(r["sizes"])
         out["singles"].update(r["singles"])
@@ -578,6 +875,10 @@ def print_tables(results: Sequence[dict]) -> None:  # type: ignore[type-arg]
     for reference in REFERENCES:
         print(f"\n## selection rule: leximin margin over {reference}")
         _print_tables(merge_results(results), reference)
+    merged = merge_results(results)
+    if "hybrid + e5" in merged["choices"]:
+        for reference in REFERENCES:
+            print_e5_tables(merged, reference)
 
 
 def _print_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
@@ -626,6 +927,63 @@ def _print_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
         h = cells.leave_one_out(sc, refs, names)
         print(f"| {choice} | {len(labs)} | " + " | ".join(f"{h[n][1]:.3f}" for n in names)
               + f" | {statistics.mean(h[n][1] for n in names):.3f} | {min(h[n][1] - refs[n] for n in names):+.3f} |")
+
+
+def print_e5_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
+    """What the e5 tier gains per cell and per direction, every hybrid figure out of sample."""
+    names, singles = r["cells"], r["singles"]
+    refs = {n: max(singles[n][s] for s in SINGLES) if reference == "best single" else singles[n]["dense"]
+            for n in names}
+
+    def held(choice: str) -> tuple[list[str], dict[str, tuple[int, float]]]:
+        labels = list(r["choices"][choice])
+        scores = {i: r["choices"][choice][lab] for i, lab in enumerate(labels)}
+        return labels, cells.leave_one_out(scores, refs, names)
+
+    default = r["default"]
+    fixed = "dense e5 (fixed)" in singles[names[0]]
+    cols: dict[str, dict[str, float]] = {
+        "dense (use)": {n: singles[n]["dense"] for n in names},
+        "dense (e5)": {n: singles[n]["dense e5"] for n in names}}
+    if fixed:
+        cols["dense (fixed)"] = {n: singles[n]["dense (fixed)"] for n in names}
+        cols["dense e5 (fixed)"] = {n: singles[n]["dense e5 (fixed)"] for n in names}
+    cols["default, no e5"] = {n: r["choices"]["hybrid"][default][n] for n in names}
+    cols["default + e5"] = {n: r["choices"]["hybrid + e5"][default][n] for n in names}
+    picks = {}
+    for label, choice in (("OOS no e5", "hybrid"), ("OOS + e5", "hybrid + e5"),
+                          ("OOS no e5, 14 knobs", "hybrid (rule knobs, no e5)"),
+                          ("OOS e5 by language", "e5 by language")):
+        labels, h = held(choice)
+        cols[label] = {n: h[n][1] for n in names}
+        picks[label] = {n: labels[h[n][0]] for n in names}
+    # Gains against the same 14 lexical settings without e5 (`RULE_TUNINGS`), so only the tier differs.
+    cols["gain + e5"] = {n: cols["OOS + e5"][n] - cols["OOS no e5, 14 knobs"][n] for n in names}
+    cols["gain by language"] = {n: cols["OOS e5 by language"][n] - cols["OOS no e5, 14 knobs"][n] for n in names}
+    windows = r.get("e5_windows", {})
+    print(f"\n## the e5 tier, nDCG@5 per cell (OOS: knobs picked on the other cells, leximin margin over "
+          f"{reference})\n")
+    print("| cell | n | " + " | ".join(cols) + " | chunks > 512 e5 tokens |")
+    print("|" + "---|" * (len(cols) + 3))
+    for n in names:
+        w = windows.get(n)
+        print(f"| {n} | {r['sizes'][n]} | " + " | ".join(
+            f"{cols[k][n]:+.3f}" if k.startswith("gain") else f"{cols[k][n]:.3f}" for k in cols)
+            + (f" | {w['over']} of {w['chunks']} (max {w['max']})" if w else " | |") + " |")
+    for group in ("same", "cross", "mixed", "all"):
+        members = [n for n in names if group == "all" or e5_direction(n) == group]
+        if members:
+            print(f"| mean {group} ({len(members)}) | | " + " | ".join(
+                f"{statistics.mean(cols[k][n] for n in members):{'+' if k.startswith('gain') else ''}.3f}"
+                for k in cols) + " | |")
+    for label in ("OOS + e5", "OOS e5 by language"):
+        print(f"\n{label}, held-out picks:")
+        for n in names:
+            print(f"  {n}: {picks[label][n]}")
+    latency = r.get("e5_latency", {})
+    for cell, parts in latency.items():
+        print(f"\ne5 query cost on {cell}: " + ", ".join(f"{k} p50 {v['p50']:.1f} / p95 {v['p95']:.1f} ms"
+                                                    for k, v in parts.items()))
 
 
 def run_loo_table(args: argparse.Namespace) -> None:
@@ -851,6 +1209,9 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--variants", action="store_true", help="also measure the candidate lists (bench/variants.py)")
     lo.add_argument("--floor", action="store_true", help="replay the dense-floor grid instead of the full one")
     lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")
+    lo.add_argument("--e5", action="store_true", help="fill the e5 tier of every cell's store and measure it")
+    lo.add_argument("--e5-fixed", action="store_true", help="with --e5: the fixed-window baselines too")
+    lo.add_argument("--e5-latency", default="", help="with --e5: time e5's query cost on this cell (50 queries)")
     lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
     lt.add_argument("files", nargs="+")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
