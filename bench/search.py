@@ -81,6 +81,7 @@ import numpy as np
 import cells
 import variants
 from mindnet import quality_tier
+from mindnet.api import Index
 from mindnet.config import Settings, load_settings
 from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder, make_embedder
 from mindnet.evaluation import (
@@ -120,7 +121,6 @@ from mindnet.search import (
 from mindnet.search.fusion import close_to_top, language_slots
 from mindnet.search.fusion import ranked as ranked_points
 from mindnet.store import EdgeStore, PointRecord, ScoredPoint, SparseVec, StoreSchema, VectorSpec, lexical_document
-from mindnet.sync import import_vault
 
 CORPORA = Path("/work/shared/corpora")
 GOLDEN = Path(__file__).parent / "golden"
@@ -164,7 +164,8 @@ def fill_e5(vault: Path, settings: Settings) -> None:
     cache = EmbeddingCache(folder / "e5-embeddings.sqlite")
     try:
         started = time.perf_counter()
-        summary = import_vault(vault, settings, quality=CachedEmbedder(make_embedder("e5"), cache))
+        with Index(vault, settings, e5=CachedEmbedder(make_embedder("e5"), cache)) as index:
+            summary = index.import_vault(e5=True)
         print(f"  {vault}: e5 tier filled ({summary.chunks_embedded_e5} new) in "
               f"{time.perf_counter() - started:.0f}s", file=sys.stderr, flush=True)
     finally:
