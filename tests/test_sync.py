@@ -266,6 +266,7 @@ from mindnet.api import Index
 from mindnet.config import Settings
 import mindnet.sync
 mindnet.sync._WRITE_BATCH = 4  # many batches, several with the encoder thread at any kill
+mindnet.sync._spare_cores = lambda: 2.0  # the encoder on its own thread whatever the load
 with Index({vault!r}, Settings(), embedder=FakeEmbedder()) as index:
     index.import_vault()
 """
@@ -566,9 +567,11 @@ def test_the_encoder_thread_writes_what_the_in_line_import_writes(
     with Index(in_line, Settings(embed_ahead=0), embedder=FakeEmbedder()) as index:
         index.import_vault()
     monkeypatch.setattr(mindnet.sync, "_WRITE_BATCH", 3)  # many small batches, several in flight
+    monkeypatch.setattr(mindnet.sync, "_spare_cores", lambda: 2.0)  # as on an idle machine
     stages: list[tuple[str, int, int]] = []
     with Index(vault, Settings(embed_ahead=3), embedder=FakeEmbedder()) as index:
         summary = index.import_vault(progress=lambda *args: stages.append(args))
+    assert summary.encoder_ahead == 3
     assert snapshot(vault) == snapshot(in_line)
     assert summary.chunks_written == summary.chunks_embedded > 17
     embedded = [(done, total) for stage, done, total in stages if stage == "embed"]
@@ -599,6 +602,7 @@ def test_an_encoder_error_on_its_thread_stops_the_import_and_the_next_repairs_it
     shutil.copytree(vault, clean)
     run(clean)
     monkeypatch.setattr(mindnet.sync, "_WRITE_BATCH", 3)
+    monkeypatch.setattr(mindnet.sync, "_spare_cores", lambda: 2.0)
     failing = _FailingEmbedder(fail_at=4)
     with Index(vault, Settings(), embedder=failing) as index, pytest.raises(MemoryError):
         index.import_vault()
@@ -661,3 +665,12 @@ def test_the_summary_names_the_encoder_threads_the_setting_fixed(vault: Path) ->
         summary = index.import_vault()
     assert summary.chunks_embedded > 0 and summary.encoder_threads == 1
     assert " embedded on 1 thread, " in _summary_line(summary.as_dict())
+
+
+@given(setting=st.integers(0, 8), spare=st.floats(-50, 64))
+def test_the_encoder_runs_ahead_only_with_cores_to_spare(setting: int, spare: float) -> None:
+    from mindnet.sync import OVERLAP_SPARE_CORES, embed_ahead
+
+    ahead = embed_ahead(setting, spare)
+    assert ahead == (setting if spare >= OVERLAP_SPARE_CORES else 0)
+    assert embed_ahead(setting, 2.0) == setting and embed_ahead(setting, 0.5) == 0  # idle vs busy 2 cores

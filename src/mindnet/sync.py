@@ -91,6 +91,8 @@ class ImportSummary:
     edges_added: int = 0
     edges_deleted: int = 0
     points_written: int = 0
+    encoder_ahead: int = 0
+    """Batches the encoder ran ahead on its own thread (0: in line; `embed_ahead`, and the load)."""
     encoder_threads: int = 0
     """Threads of the model's latest forward pass (`threads` setting, or chosen from the load; 0: no pass)."""
     seconds: float = 0.0
@@ -577,7 +579,8 @@ class ChunkWriter:
         """Ids of written notes whose note point is not known yet."""
         self._points: dict[str, PointRecord] | None = None
         self._batch = _Batch()
-        self._ahead = EmbedAhead(embedder.embed_passages, settings.embed_ahead)
+        self._ahead = EmbedAhead(embedder.embed_passages, embed_ahead(settings.embed_ahead, _spare_cores()))
+        summary.encoder_ahead = self._ahead.ahead
         self._before = (getattr(embedder, "hits", 0), getattr(embedder, "misses", 0))
 
     def __enter__(self) -> ChunkWriter:
@@ -653,6 +656,32 @@ class ChunkWriter:
         if points:
             self.store.upsert("notes", points)
             self.summary.points_written += len(points)
+
+
+OVERLAP_SPARE_CORES = 1.5
+"""Cores other programs must leave free for the encoder to run on its own thread: one for it and
+one for the chunking and writing thread, give or take half a core."""
+
+
+def embed_ahead(setting: int, spare_cores: float) -> int:
+    """Batches the encoder may run ahead: the `embed_ahead` setting while the machine has cores to
+    spare, else 0 (in line).
+
+    Overlap pays only with a free core for each thread. On the shared 2-core VM (load 17-40, the
+    import getting about a third of a core) the process's CPU time is the same either way and
+    overlapped imports were 0.9-1.17x the in-line ones (bench/import.py --scenarios overlap): the
+    second thread only competes for the same slice of CPU and for the GIL.
+    """
+    return setting if spare_cores >= OVERLAP_SPARE_CORES else 0
+
+
+def _spare_cores() -> float:
+    """Cores the other programs leave free, from the 1-minute load average (0 where it is unavailable)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+    return (os.cpu_count() or 1) - load
 
 
 def _encoder_threads(embedder: Embedder) -> int:
