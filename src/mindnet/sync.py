@@ -667,10 +667,12 @@ def embed_ahead(setting: int, spare_cores: float) -> int:
     """Batches the encoder may run ahead: the `embed_ahead` setting while the machine has cores to
     spare, else 0 (in line).
 
-    Overlap pays only with a free core for each thread. On the shared 2-core VM (load 17-40, the
-    import getting about a third of a core) the process's CPU time is the same either way and
-    overlapped imports were 0.9-1.17x the in-line ones (bench/import.py --scenarios overlap): the
-    second thread only competes for the same slice of CPU and for the GIL.
+    Overlap pays only with a free core for each thread. On the shared 2-core VM (load 12-40, the
+    import getting a third to half of a core) the process's CPU time was the same either way
+    (21.9-24.1 s for 1,000 msdocs notes) and overlapped imports ran at 0.90-1.38x the in-line
+    ones' speed, paired rounds of bench/import.py --scenarios overlap: the time outside the
+    encoder fell from ~19-23 s to 7-9 s, but the encoder got slower by about as much, because
+    the second thread competes for the same slice of CPU and for the GIL.
     """
     return setting if spare_cores >= OVERLAP_SPARE_CORES else 0
 
