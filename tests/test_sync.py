@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from fakes import FakeEmbedder
 from mindnet.api import Index, Vault
@@ -261,6 +264,9 @@ sys.path.insert(0, {tests!r})
 from fakes import FakeEmbedder
 from mindnet.api import Index
 from mindnet.config import Settings
+import mindnet.sync
+mindnet.sync._WRITE_BATCH = 4  # many batches, several with the encoder thread at any kill
+mindnet.sync._spare_cores = lambda: 2.0  # the encoder on its own thread whatever the load
 with Index({vault!r}, Settings(), embedder=FakeEmbedder()) as index:
     index.import_vault()
 """
@@ -548,3 +554,123 @@ def test_an_import_parses_and_scans_each_note_once(vault: Path, monkeypatch: pyt
     assert summary.notes_new == len(bodies) == 17
     assert len(note_scans) == len(set(note_scans)) == 17
     assert len(parsed) == len(set(parsed)) == 17
+
+
+def test_the_encoder_thread_writes_what_the_in_line_import_writes(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 18: the encoder running ahead on its own thread changes when points are written, never which."""
+    import mindnet.sync
+
+    in_line = vault.parent / "in-line"
+    shutil.copytree(vault, in_line)
+    with Index(in_line, Settings(embed_ahead=0), embedder=FakeEmbedder()) as index:
+        index.import_vault()
+    monkeypatch.setattr(mindnet.sync, "_WRITE_BATCH", 3)  # many small batches, several in flight
+    monkeypatch.setattr(mindnet.sync, "_spare_cores", lambda: 2.0)  # as on an idle machine
+    stages: list[tuple[str, int, int]] = []
+    with Index(vault, Settings(embed_ahead=3), embedder=FakeEmbedder()) as index:
+        summary = index.import_vault(progress=lambda *args: stages.append(args))
+    assert summary.encoder_ahead == 3
+    assert snapshot(vault) == snapshot(in_line)
+    assert summary.chunks_written == summary.chunks_embedded > 17
+    embedded = [(done, total) for stage, done, total in stages if stage == "embed"]
+    assert embedded[-1] == (17, 17) and [d for d, _ in embedded] == sorted(d for d, _ in embedded)
+
+
+class _FailingEmbedder(FakeEmbedder):
+    """Fails on its `fail_at`th call, as a model running out of memory on one batch would."""
+
+    def __init__(self, fail_at: int) -> None:
+        super().__init__()
+        self.fail_at = fail_at
+        self.batches = 0
+
+    def embed_passages(self, texts: Any) -> Any:
+        self.batches += 1
+        if self.batches == self.fail_at:
+            raise MemoryError("the model ran out of memory")
+        return super().embed_passages(texts)
+
+
+def test_an_encoder_error_on_its_thread_stops_the_import_and_the_next_repairs_it(
+    vault: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import mindnet.sync
+
+    clean = vault.parent / "clean"
+    shutil.copytree(vault, clean)
+    run(clean)
+    monkeypatch.setattr(mindnet.sync, "_WRITE_BATCH", 3)
+    monkeypatch.setattr(mindnet.sync, "_spare_cores", lambda: 2.0)
+    failing = _FailingEmbedder(fail_at=4)
+    with Index(vault, Settings(), embedder=failing) as index, pytest.raises(MemoryError):
+        index.import_vault()
+    assert failing.batches >= 4
+    assert (vault / ".mindnet" / "journal.json").is_file()  # some batches were written: the journal stays
+    summary, _ = run(vault)
+    assert summary.notes_new + summary.notes_changed == 17
+    assert snapshot(vault) == snapshot(clean)
+
+
+class _Recorder:
+    """An `embed` for `EmbedAhead` that knows which batches it has been given."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.seen: list[int] = []
+        self.fail_at = fail_at
+
+    def __call__(self, texts: Any) -> Any:
+        import numpy as np
+
+        batch = int(texts[0])
+        if batch == self.fail_at:
+            raise ValueError(f"batch {batch}")
+        self.seen.append(batch)
+        return np.full((len(texts), 2), batch, dtype=np.float32)
+
+
+@hyp_settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 5), max_size=12), ahead=st.integers(0, 4), fail=st.none() | st.integers(0, 12))
+def test_embed_ahead_returns_every_batch_once_in_order_and_keeps_at_most_ahead_out(
+    sizes: list[int], ahead: int, fail: int | None
+) -> None:
+    from mindnet.sync import EmbedAhead, _Batch
+
+    embed = _Recorder(fail_at=fail if fail is not None and fail < len(sizes) else None)
+    pipeline = EmbedAhead(embed, ahead)
+    returned: list[int] = []
+    try:
+        for number, size in enumerate(sizes):
+            for batch, vectors in pipeline.put(_Batch(texts=[str(number)] * size)):
+                assert vectors.shape == (len(batch.texts), 2) and (vectors == int(batch.texts[0])).all()
+                returned.append(int(batch.texts[0]))
+            if embed.fail_at is None or number < embed.fail_at:
+                assert number + 1 - len(returned) <= ahead  # memory stays bounded
+        returned.extend(int(batch.texts[0]) for batch, _ in pipeline.drain())
+    except ValueError as exc:
+        assert embed.fail_at is not None and str(exc) == f"batch {embed.fail_at}"
+        assert returned == list(range(embed.fail_at))  # everything before the bad batch came back
+        return
+    finally:
+        pipeline.close()
+    assert embed.fail_at is None
+    assert returned == list(range(len(sizes))) == sorted(embed.seen)
+
+
+def test_the_summary_names_the_encoder_threads_the_setting_fixed(vault: Path) -> None:
+    from mindnet.cli import _summary_line
+
+    with Index(vault, Settings(threads=1)) as index:  # the real model: its thread count is the point
+        summary = index.import_vault()
+    assert summary.chunks_embedded > 0 and summary.encoder_threads == 1
+    assert " embedded on 1 thread, " in _summary_line(summary.as_dict())
+
+
+@given(setting=st.integers(0, 8), spare=st.floats(-50, 64))
+def test_the_encoder_runs_ahead_only_with_cores_to_spare(setting: int, spare: float) -> None:
+    from mindnet.sync import OVERLAP_SPARE_CORES, embed_ahead
+
+    ahead = embed_ahead(setting, spare)
+    assert ahead == (setting if spare >= OVERLAP_SPARE_CORES else 0)
+    assert embed_ahead(setting, 2.0) == setting and embed_ahead(setting, 0.5) == 0  # idle vs busy 2 cores

@@ -157,3 +157,46 @@ def test_fixed_threads_are_kept(fast: UseEmbedder) -> None:
     fast.embed_passages(["eins", "zwei"])
     assert fast.threads == 1
     assert 1 <= UseEmbedder().threads <= (embedding.os.cpu_count() or 1)
+
+
+@pytest.fixture(scope="module")
+def chunk_pool() -> list[str]:
+    """Distinct corpus chunks of many lengths (a few tokens to the profile's maximum)."""
+    return list(dict.fromkeys(t for t in corpus_chunks(30) if t.strip()))
+
+
+def test_the_length_sort_changes_no_vector(fast: UseEmbedder, chunk_pool: list[str]) -> None:
+    fast.embed_passages(["warm up"])
+    assert fast._onnx is not None
+    by_length = fast._onnx.embed(chunk_pool)
+    in_order = fast._onnx.embed(chunk_pool, by_length=False)
+    cos = np.sum(by_length * in_order, axis=1)
+    assert cos.min() >= 0.99999, (cos.min(), chunk_pool[int(cos.argmin())][:120])
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_sorted_rows_map_back_to_their_own_texts(fast: UseEmbedder, chunk_pool: list[str], data: st.DataObject) -> None:
+    # The sort reorders texts into passes and writes rows back by index: each row must be its own
+    # text's vector, whatever the order and mix of lengths. The pool's texts are far apart, so a
+    # row written to the wrong place would fail the bound by a wide margin.
+    fast.embed_passages(["warm up"])
+    assert fast._onnx is not None
+    picks = data.draw(st.lists(st.sampled_from(range(len(chunk_pool))), min_size=1, max_size=24, unique=True))
+    texts = [chunk_pool[i] for i in picks]
+    alone = np.stack([fast._onnx.embed([t], by_length=False)[0] for t in texts])
+    rows = fast._onnx.embed(texts)
+    cos = np.sum(rows * alone, axis=1)
+    assert cos.min() >= 0.99999
+    if len(texts) > 1:
+        others = alone @ alone.T - 2 * np.eye(len(texts))
+        assert others.max() < 0.999  # distinct texts: a swapped row could not pass
+
+
+def test_the_thread_choice_is_logged_with_its_load(caplog: pytest.LogCaptureFixture) -> None:
+    auto = UseEmbedder(engine="onnx")
+    with caplog.at_level("DEBUG", logger="mindnet.embedding"):
+        auto.embed_passages(["Ein Satz."])
+    lines = [r.getMessage() for r in caplog.records if "forward pass" in r.getMessage()]
+    assert lines and f"{auto.threads} thread(s)" in lines[0] and "(load " in lines[0]
+    assert auto._load.load is not None

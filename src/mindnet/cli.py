@@ -198,9 +198,11 @@ def import_(
 def _summary_line(s: dict[str, Any]) -> str:
     verb = "would import" if s["dry_run"] else "imported"
     e5 = f", {s['chunks_embedded_e5']} e5" if s["chunks_embedded_e5"] else ""
+    threads = s.get("encoder_threads") or 0
+    on = f" on {threads} thread{'s' if threads > 1 else ''}" if threads and s["chunks_embedded"] else ""
     return (
         f"{verb}: notes {s['notes_new']} new, {s['notes_changed']} changed, {s['notes_unchanged']} unchanged, "
-        f"{s['notes_deleted']} deleted, {s['notes_failed']} failed; chunks {s['chunks_embedded']} embedded{e5}, "
+        f"{s['notes_deleted']} deleted, {s['notes_failed']} failed; chunks {s['chunks_embedded']} embedded{on}{e5}, "
         f"{s['chunks_reused']} reused; edges {s['edges']} (+{s['edges_added']} −{s['edges_deleted']}); "
         f"{s['seconds']:.2f} s"
     )

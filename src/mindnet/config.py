@@ -97,6 +97,9 @@ class Settings:
     chunks of one section, and the section is the unit that holds them together (issue 15)."""
     threads: int = 0
     """Forward-pass threads; 0: USE picks them from the measured load, e5 one per core."""
+    embed_ahead: int = 2
+    """Batches of chunks (256 each) the import queues for the encoder, which embeds them on a thread of
+    its own while the next notes are chunked and finished batches written; 0 does it all on one thread."""
     store_path: str | None = None
     collection_prefix: str = "mindnet"
     qdrant_url: str | None = None
@@ -311,6 +314,7 @@ _FIELD_KINDS: dict[str, Any] = {
     "dense_context": float,
     "lexical_sections": bool,
     "threads": int,
+    "embed_ahead": int,
     "shard_number": int,
     "replication_factor": int,
     "hnsw_m": int,

