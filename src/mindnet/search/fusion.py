@@ -93,19 +93,16 @@ class SearchTuning:
     one section fill ranks 1-5 of the BM25 list and push the second note to rank 6, so fusion
     rewards a note for being cut into many chunks. With `note_sum_weight=1` the note's score is
     then one RRF term per list: fusion over notes, the chunk shown being the note's best."""
-    e5_weight: float = 1.0
+    e5_weight: float = 0.5
     """Weight of a rank in the `e5` list (quality tier) in hybrid fusion; 0 leaves the list out
     (and skips the e5 query embedding). Only used when the store holds `e5` vectors.
 
-    Chosen by `bench/search.py grid --e5` (234 settings: e5 0-3 x use 0.5/1 x rrf_k x lexical
-    weights, the feedback list on) by the worst nDCG@5 margin over the best single list (BM25,
-    dense `use`, dense `e5`) across all 7 categories of foam-docs and rustbook-de, then the mean,
-    with the lexical knobs of the default kept (they serve stores without e5): 1.0 has the best
-    worst margin (-0.004, rustbook syntax vs e5 alone; -0.006 at 0.5 and 0.75, where rustbook
-    keyword stays below e5 alone) and lifts nDCG@5 on foam-docs 0.854 -> 0.860 and on rustbook-de
-    0.935 -> 0.944. Weight 0.5 is better on German questions (0.782 against 0.720) but not by the
-    rule. With other lexical knobs (k=10, same 1.0, other 0.1, e5 0.5) the worst margin is -0.001
-    (foam-docs 0.862, rustbook-de 0.959); left as a measured option, not a second default."""
+    Chosen by `bench/search.py loo --e5` with the other knobs at their defaults: leaving any one
+    of the 12 cells out, 11 folds pick e5 0.5 with the `use` list at 1.0 (among e5 0.5/1/2 x use
+    0.5/1). Out of sample it lifts mean nDCG@5 from 0.896 to 0.913: same-language questions
+    +0.017, cross-lingual +0.026 (rust de->en +0.045, XQuAD de->en +0.035), the mixed vault
+    +0.002; the worst cell is XQuAD en->en, -0.007. e5 alone is weak across languages (German
+    questions on foam's English notes: 0.420 against 0.718 for `use`), so it joins at half weight."""
     use_weight_with_e5: float = 1.0
     """Weight of a rank in the `use` list when the `e5` list takes part (1.0 without it)."""
     feedback_weight: float = 0.5
