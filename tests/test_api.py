@@ -48,7 +48,7 @@ def test_index_opens_each_resource_once_and_closes_them(vault: Path) -> None:
         assert isinstance(status, IndexStatus)
         assert (status.notes, status.model) == (2, "fake@1")
         assert set(status.as_dict()) == {"quality_tier", "notes", "chunks", "edges", "model", "dim", "vectors", "store",
-                                         "written_by", "written_elsewhere"}
+                                         "written_by", "written_elsewhere", "quality_gain"}
     index.close()  # a second close is harmless
     with Index(vault, embedder=FakeEmbedder()) as again:  # everything was released: the store opens again
         assert again.status().notes == 2
