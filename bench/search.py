@@ -502,7 +502,7 @@ def loo_tunings() -> list[SearchTuning]:
                     for slots in (False, True):
                         out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, note_sum_weight=note_sum,
                                                 feedback_weight=feedback, note_ranks=note_ranks, language_slots=slots))
-                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, title_weight=1.0))
+                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, title_weight=1.0, language_slots=False))
                 out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, title_weight=1.0, language_slots=True))
     return list(dict.fromkeys(out))
 
