@@ -674,3 +674,37 @@ def test_the_encoder_runs_ahead_only_with_cores_to_spare(setting: int, spare: fl
     ahead = embed_ahead(setting, spare)
     assert ahead == (setting if spare >= OVERLAP_SPARE_CORES else 0)
     assert embed_ahead(setting, 2.0) == setting and embed_ahead(setting, 0.5) == 0  # idle vs busy 2 cores
+
+
+def _chunk_vectors(vault: Path) -> dict[str, tuple[list[float], Any]]:
+    """Every chunk's stored dense and BM25 vectors."""
+    store = open_store(vault, Settings())
+    try:
+        store.ensure(store.meta())  # type: ignore[arg-type]
+        return {p.id: ([round(x, 5) for x in p.vectors["use"]], p.sparse.get("bm25"))
+                for p in store.scroll("chunks", with_vectors=True)}
+    finally:
+        store.close()
+
+
+def test_an_edit_leaves_every_stored_vector_as_a_clean_import_makes_it(tmp_path: Path) -> None:
+    """A chunk's vectors depend on its H2 section (issue 15): editing one chunk changes its siblings'
+    vectors too, and the incremental import must write them, not keep the old ones."""
+    body = ("# Guide\n\n## Setup\n\n### Install\n\nInstall the compiler first.\n\n### Configure\n\n"
+            "Configure the linker next.\n\n## Other\n\nUnrelated words here.\n")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "guide.md").write_text(body, encoding="utf-8")
+    run(vault)
+    before = _chunk_vectors(vault)
+    (vault / "guide.md").write_text(body.replace("compiler first", "toolchain and the compiler first"), "utf-8")
+    summary, _ = run(vault)
+    assert summary.notes_changed == 1
+    incremental = _chunk_vectors(vault)
+    shutil.rmtree(vault / ".mindnet")
+    run(vault)
+    clean = _chunk_vectors(vault)
+    assert incremental == clean
+    sibling = next(cid for cid in clean if clean[cid][1] == before.get(cid, (None, None))[1]
+                   and clean[cid][0] != before[cid][0])  # same own text and BM25, new section context
+    assert sibling
