@@ -111,14 +111,11 @@ from mindnet.search import (
     Searcher,
     SearchTuning,
     _Cand,
-    add_feedback,
-    add_title_list,
     best_per_note,
-    feedback_query,
     fuse,
     rrf_fuse,
 )
-from mindnet.search.fusion import close_to_top, language_slots
+from mindnet.search.fusion import add_part, after_first_pass, close_to_top, language_weight, tuned_languages
 from mindnet.search.fusion import ranked as ranked_points
 from mindnet.store import EdgeStore, PointRecord, ScoredPoint, SparseVec, StoreSchema, VectorSpec, lexical_document
 
@@ -665,46 +662,20 @@ def fuse_e5_by_language(query: str, lists: CandidateLists, tuning: SearchTuning,
     """
     if tuning.title_boost:
         raise ValueError("fuse_e5_by_language does not replay the title boost")
-    langs: dict[str, float] = dict(lists.query_langs)
-    if not tuning.language_confidence and langs:
-        langs = {max(langs, key=lambda lang: langs[lang]): 1.0}
+    langs = tuned_languages(lists.query_langs, tuning)
     dense = close_to_top(lists.dense, tuning.dense_floor)
     # Dense, then e5, then lexical, as `rrf_fuse` adds them: equal scores keep `fuse`'s order.
     out = {c.chunk_id: c for c in rrf_fuse(dense, (), None, rrf_k=tuning.rrf_k, note_ranks=tuning.note_ranks,
                                            dense_weight=tuning.use_weight_with_e5 if lists.quality else 1.0)}
     for rank, p in ranked_points(lists.quality, tuning.note_ranks):
-        w = _by_language(p, langs, rule.same, rule.other)
+        w = language_weight(p, langs, rule.same, rule.other)
         if w > 0:
-            _add_rrf(out, p, w / (tuning.rrf_k + rank), E5_VECTOR)
+            add_part(out, p, w / (tuning.rrf_k + rank), E5_VECTOR)
     for rank, p in ranked_points(lists.lexical, tuning.note_ranks):
-        w = _by_language(p, langs, tuning.lexical_weight_same, tuning.lexical_weight_other)
-        _add_rrf(out, p, w / (tuning.rrf_k + rank), "lexical")
-    ranked = sorted(out.values(), key=lambda c: -c.score)
-    if feedback is not None and tuning.feedback_weight > 0 and tuning.feedback_docs > 0:
-        vector = feedback_query(ranked[: tuning.feedback_docs], tuning.feedback_terms)
-        if vector.indices:
-            ranked = add_feedback(ranked, feedback(vector), rrf_k=tuning.rrf_k, weight=tuning.feedback_weight,
-                                  note_ranks=tuning.note_ranks)
-    if tuning.language_slots and dense:
-        ranked = language_slots(ranked, dense)
-    if tuning.title_weight > 0 and lists.titles:
-        ranked = add_title_list(ranked, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight)
-    return ranked
-
-
-def _by_language(p: ScoredPoint, langs: dict[str, float], same: float, other: float) -> float:
-    """`rrf_fuse`'s language weight: `same` when either language is unknown."""
-    lang = p.payload.get("lang")
-    return same if not langs or not lang else other + (same - other) * langs.get(str(lang), 0.0)
-
-
-def _add_rrf(out: dict[str, _Cand], p: ScoredPoint, part: float, via: str) -> None:
-    c = out.get(p.id)
-    if c is None:
-        out[p.id] = _Cand(p.id, part, p.payload, via)
-    else:
-        c.score += part
-        c.via = f"{c.via}+{via}"
+        w = language_weight(p, langs, tuning.lexical_weight_same, tuning.lexical_weight_other)
+        add_part(out, p, w / (tuning.rrf_k + rank), "lexical")
+    first = sorted(out.values(), key=lambda c: -c.score)
+    return after_first_pass(first, lists, dense, tuning, feedback)
 
 
 def replay_rule(r: Replay, tuning: SearchTuning, rule: E5ByLanguage) -> float:

@@ -231,9 +231,7 @@ def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
     ranking (`language_slots`), and the title/alias list comes last, so a note named in the
     question can rise across languages.
     """
-    langs: Mapping[str, float] = lists.query_langs
-    if not tuning.language_confidence and langs:
-        langs = {max(langs, key=lambda lang: langs[lang]): 1.0}
+    langs = tuned_languages(lists.query_langs, tuning)
     with_e5 = bool(lists.quality) and tuning.e5_weight > 0
     dense = close_to_top(lists.dense, tuning.dense_floor)
     cands = rrf_fuse(dense, lists.lexical, langs, rrf_k=tuning.rrf_k, weight_same=tuning.lexical_weight_same,
@@ -246,6 +244,20 @@ def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
         for c in cands:
             c.score += scale * title_match(words, str(c.payload.get("note_title", "")))
         cands.sort(key=lambda c: -c.score)
+    return after_first_pass(cands, lists, dense, tuning, feedback)
+
+
+def tuned_languages(query_langs: Mapping[str, float], tuning: SearchTuning) -> Mapping[str, float]:
+    """The query's language odds as fusion uses them: the odds, or the hard guess without confidence."""
+    if not tuning.language_confidence and query_langs:
+        return {max(query_langs, key=lambda lang: query_langs[lang]): 1.0}
+    return query_langs
+
+
+def after_first_pass(cands: list[_Cand], lists: CandidateLists, dense: Sequence[ScoredPoint], tuning: SearchTuning,
+                     feedback: FeedbackSearch | None) -> list[_Cand]:
+    """What follows the RRF first pass (`cands`, best first): the feedback list, the language slots
+    over `dense` (the dense list after its floor), then the title/alias list."""
     if feedback is not None and tuning.feedback_weight > 0 and tuning.feedback_docs > 0:
         vector = feedback_query(cands[: tuning.feedback_docs], tuning.feedback_terms)
         if vector.indices:
@@ -353,11 +365,11 @@ def add_feedback(cands: Sequence[_Cand], feedback: Sequence[ScoredPoint], *, rrf
     """
     out = {c.chunk_id: replace(c) for c in cands}
     for rank, p in ranked(feedback, note_ranks):
-        _add_part(out, p, weight / (rrf_k + rank), "feedback")
+        add_part(out, p, weight / (rrf_k + rank), "feedback")
     return sorted(out.values(), key=lambda c: -c.score)
 
 
-def _add_part(out: dict[str, _Cand], p: ScoredPoint, part: float, via: str) -> None:
+def add_part(out: dict[str, _Cand], p: ScoredPoint, part: float, via: str) -> None:
     """Add one list's RRF term for `p`: to its candidate, or as a new candidate found by that list alone."""
     c = out.get(p.id)
     if c is None:
@@ -394,15 +406,20 @@ def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
     for rank, p in ranked(dense, note_ranks):
         out[p.id] = _Cand(p.id, dense_weight / (rrf_k + rank), p.payload, "dense", p.score)
     for rank, p in ranked(quality, note_ranks):
-        _add_part(out, p, quality_weight / (rrf_k + rank), E5_VECTOR)
+        add_part(out, p, quality_weight / (rrf_k + rank), E5_VECTOR)
     for rank, p in ranked(lexical, note_ranks):
-        lang = p.payload.get("lang")
-        if not probs or not lang:
-            w = weight_same
-        else:
-            w = weight_other + (weight_same - weight_other) * probs.get(str(lang), 0.0)
-        _add_part(out, p, w / (rrf_k + rank), "lexical")
+        w = language_weight(p, probs, weight_same, weight_other)
+        add_part(out, p, w / (rrf_k + rank), "lexical")
     return sorted(out.values(), key=lambda c: -c.score)
+
+
+def language_weight(p: ScoredPoint, probs: Mapping[str, float], same: float, other: float) -> float:
+    """A list's weight for a point by its language: `other + (same - other) * P(query in its language)`,
+    `same` when either language is unknown (nothing says the match is accidental)."""
+    lang = p.payload.get("lang")
+    if not probs or not lang:
+        return same
+    return other + (same - other) * probs.get(str(lang), 0.0)
 
 
 def ranked(points: Sequence[ScoredPoint], by_note: bool) -> list[tuple[int, ScoredPoint]]:
@@ -448,13 +465,17 @@ __all__ = [
     "FeedbackSearch",
     "SearchTuning",
     "add_feedback",
+    "add_part",
     "add_title_list",
+    "after_first_pass",
     "best_per_note",
     "feedback_query",
     "fuse",
     "language_slots",
+    "language_weight",
     "query_languages",
     "ranked",
     "rrf_fuse",
     "title_match",
+    "tuned_languages",
 ]
