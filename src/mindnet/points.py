@@ -153,21 +153,20 @@ def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transc
     still counts it once per section, not once per chunk of a long section; the later chunks
     keep their own text so an exact match still finds the chunk that holds it.
     """
-    own = [lexical_document(lexical_input(c, transcluded.get(c.chunk_id, ())), c.lang) for c in chunks]
-    if not sections:
-        return own
     members: dict[tuple[str, str], list[Chunk]] = {}
     for c in chunks:
         members.setdefault(section_key(c), []).append(c)
-    out = list(own)
-    index = {c.chunk_id: i for i, c in enumerate(chunks)}
-    for (_, path), group in members.items():
-        if len(group) < 2:
-            continue
-        head = min(group, key=lambda c: c.char_start)
-        doc = "\n".join([head.note_title, path.replace("/", " "),
-                         *(t for g in group for t in (g.text, *(x for _, x in transcluded.get(g.chunk_id, ()))))])
-        out[index[head.chunk_id]] = lexical_document(doc, head.lang)
+    heads = {min(group, key=lambda c: c.char_start).chunk_id: group
+             for group in members.values() if sections and len(group) > 1}
+    out = []
+    for c in chunks:
+        group = heads.get(c.chunk_id)
+        if group is None:
+            text = lexical_input(c, transcluded.get(c.chunk_id, ()))
+        else:
+            text = "\n".join([c.note_title, section_key(c)[1].replace("/", " "),
+                              *(t for g in group for t in (g.text, *(x for _, x in transcluded.get(g.chunk_id, ()))))])
+        out.append(lexical_document(text, c.lang))  # one encoding per chunk, its own or its section's
     return out
 
 
