@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from _common import CORPORA
 from mindnet.config import Settings, load_settings
 from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder
 from mindnet.evaluation import (
@@ -43,7 +44,6 @@ from mindnet.evaluation import (
 )
 from mindnet.search import Searcher
 
-CORPORA = Path("/work/shared/corpora")
 GOLDEN = Path(__file__).parent / "golden"
 MIXED_SEED = 15
 """Seed of the mixed vault's language draw (issue 15): fixed, so every run sees the same vault."""

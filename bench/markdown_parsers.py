@@ -14,6 +14,7 @@ import re
 import time
 from pathlib import Path
 
+from _common import CORPORA as SHARED_CORPORA
 from mindnet.markdown import Block, parse_blocks
 
 CORPORA = ("foam-docs/vault", "rustbook-de/src", "msdocs-skype-teams-de/docs", "xquad/vault")
@@ -49,7 +50,7 @@ def timed(bodies: list[tuple[str, str]], engine: str) -> tuple[float, dict[str, 
 def main() -> None:
     """Print MB/s for both engines, the number of differing files and a few example diffs."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("root", nargs="?", default="/work/shared/corpora", type=Path)
+    parser.add_argument("root", nargs="?", default=SHARED_CORPORA, type=Path)
     parser.add_argument("--examples", type=int, default=5)
     args = parser.parse_args()
 

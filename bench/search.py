@@ -119,8 +119,7 @@ from mindnet.search.fusion import add_part, after_first_pass, close_to_top, lang
 from mindnet.search.fusion import ranked as ranked_points
 from mindnet.store import EdgeStore, PointRecord, ScoredPoint, SparseVec, StoreSchema, VectorSpec, lexical_document
 
-CORPORA = Path("/work/shared/corpora")
-GOLDEN = Path(__file__).parent / "golden"
+CORPORA, GOLDEN = cells.CORPORA, cells.GOLDEN
 
 RUNS: tuple[RunConfig, ...] = (
     *DEFAULT_RUNS[:5],
