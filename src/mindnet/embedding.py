@@ -125,6 +125,14 @@ class LocalEmbedder(Embedder):
         return self._threads
 
 
+def load_average() -> float | None:
+    """The machine's 1-minute load average, or None where the system does not report one (Windows)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+
+
 class LoadAwareThreads:
     """How many threads the next forward pass gets, from the load measured just before it.
 
@@ -168,9 +176,8 @@ class LoadAwareThreads:
         """Threads for the next pass; `load` overrides the measured 1-minute load average (tests)."""
         own = self.own_load()
         if load is None:
-            try:
-                load = os.getloadavg()[0]
-            except (AttributeError, OSError):
+            load = load_average()
+            if load is None:
                 return 1
         self.load = load
         others = max(0.0, load - own)

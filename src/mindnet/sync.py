@@ -41,7 +41,7 @@ from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, chunk_parsed, parse
 from .chunking.tokens import default_tokenizer
 from .config import Settings, prepare_store_dir, store_dir
-from .embedding import Embedder, Vectors
+from .embedding import Embedder, Vectors, load_average
 from .errors import StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, EdgeDelta, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Link, Resolver
@@ -679,11 +679,8 @@ def embed_ahead(setting: int, spare_cores: float) -> int:
 
 def _spare_cores() -> float:
     """Cores the other programs leave free, from the 1-minute load average (0 where it is unavailable)."""
-    try:
-        load = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        return 0.0
-    return (os.cpu_count() or 1) - load
+    load = load_average()
+    return 0.0 if load is None else (os.cpu_count() or 1) - load
 
 
 def _encoder_threads(embedder: Embedder) -> int:
