@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -27,6 +30,16 @@ def test_normalise_keeps_fenced_code_verbatim_apart_from_line_endings() -> None:
 @given(st.text())
 def test_normalise_is_idempotent(text: str) -> None:
     assert normalise(normalise(text)) == normalise(text)
+
+
+_LINE_END_SPACE = re.compile(r"[ \t\f\v]+$", re.M)
+"""R5's trailing-space rule written as the regex it reads as: a run of spaces at a line's end."""
+
+
+@given(st.text(alphabet=st.sampled_from([*" \t\f\v\n\rab\u00a0\u3000"])))
+def test_normalise_drops_trailing_spaces_exactly_as_the_line_end_regex(text: str) -> None:
+    prose = unicodedata.normalize("NFKC", re.sub(r"\r\n|\r", "\n", text))
+    assert normalise(text) == re.sub(r"\n{3,}", "\n\n", _LINE_END_SPACE.sub("", prose)).strip("\n")
 
 
 def test_slugify_keeps_umlauts() -> None:
