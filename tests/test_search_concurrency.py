@@ -1,7 +1,7 @@
-"""The e5 query embedding on its own thread (issue 15, latency): the same hits, and no thread left behind.
+"""The e5 list made on its own thread (issue 15, latency): the same hits, and no thread left behind.
 
 A filled store's search embeds the query twice, with USE and with e5; `Searcher` starts the e5
-embedding on `Index`'s one worker thread and runs the USE embedding and the store searches
+embedding and its store search on `Index`'s one worker thread and runs the USE embedding and the other searches
 meanwhile. Nothing about the ranking may change: the real models and the real store (the sample
 vault with its e5 tier filled) answer every judged question exactly as the in-line path does.
 The overlap itself is shown with fakes (a test about threads, not about quality).

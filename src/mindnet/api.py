@@ -759,7 +759,7 @@ class Index:
         return self._searcher
 
     def _e5_query_pool(self) -> ThreadPoolExecutor | None:
-        """The one thread a search's e5 query embedding runs on beside the rest of the search.
+        """The one thread a search's e5 list (query embedding and search) is made on beside the rest.
 
         Its thread starts on the first e5 query (a store without the tier never starts it) and
         ends in `close`. None on one core, where a second thread could only take turns with the

@@ -24,9 +24,6 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
-import numpy as np
-import numpy.typing as npt
-
 from ..config import Settings
 from ..embedding import Embedder
 from ..errors import MindnetError
@@ -40,8 +37,8 @@ from .fusion import CandidateLists, FeedbackSearch, SearchTuning, _Cand, best_pe
 
 Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
-_Vector: TypeAlias = Callable[[], npt.NDArray[np.float32]]
-"""A query vector still being made (or made on demand): calling it waits for it."""
+_Later: TypeAlias = Callable[[], list[ScoredPoint]]
+"""A list still being fetched (or fetched on demand): calling it waits for it."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -106,8 +103,9 @@ class Searcher:
                 it, called (once) on the first search that fuses the list, so the model loads only
                 when the store has e5 vectors; None never uses the tier. A model whose id differs
                 from the store's is ignored: its vectors would not be comparable.
-            executor: where the e5 query embedding runs while this thread embeds the query with
-                USE and asks the store for the other lists (`_e5_query`); None embeds it in line.
+            executor: where the e5 list (query embedding and search) is made while this thread
+                embeds the query with USE and asks the store for the other lists (`_e5_list`);
+                None makes it in line.
                 The caller owns it and shuts it down (`api.Index.close`).
         """
         self.store = store
@@ -189,8 +187,7 @@ class Searcher:
         t = self.tuning
         # by_note needs more chunks than notes wanted: a good note often brings several chunks.
         pool = max(4 * k, t.candidates) * (3 if by_note else 1)
-        quality = self._quality_for(mode)
-        e5_vector = self._e5_query(query, quality)  # first: on the executor it runs beside all that follows
+        e5_list = self._e5_list(query, self._quality_for(mode), pool, flt)  # first: it runs beside all that follows
         vector = self.embedder.embed_query(query) if (mode != "lexical" or expand) else None
         if mode == "dense":
             assert vector is not None
@@ -199,7 +196,7 @@ class Searcher:
             cands = [_cand(p, "lexical") for p in self._lexical(query, pool, flt)]
         else:
             assert vector is not None
-            cands = self._hybrid(query, vector, pool, flt, e5_vector)
+            cands = self._hybrid(query, vector, pool, flt, e5_list)
         if expand and cands:
             assert vector is not None
             cands = self._expand(cands, vector, flt)
@@ -214,11 +211,11 @@ class Searcher:
         Public so `bench/search.py` can fetch the lists once per question and try many fusion
         settings on them without asking the store again.
         """
-        e5_vector = self._e5_query(query, self._quality_for("hybrid"))
+        e5_list = self._e5_list(query, self._quality_for("hybrid"), pool, flt)
         vector = self.embedder.embed_query(query)
         return CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
                               query_languages(query, self.settings.languages, self.settings.cache_dir),
-                              self._quality_list(e5_vector, pool, flt), self.title_matches(query))
+                              e5_list() if e5_list else [], self.title_matches(query))
 
     def feedback_search(self, pool: int, flt: Filter | None = None) -> FeedbackSearch:
         """The store query behind `fuse`'s feedback list: BM25 with a weighted term vector, `pool`
@@ -248,28 +245,26 @@ class Searcher:
     def _lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
         return self.store.search_sparse("chunks", lexical_query(query, self.settings.languages), limit=limit, flt=flt)
 
-    def _e5_query(self, query: str, quality: Embedder | None) -> _Vector | None:
-        """The e5 query vector, to be collected when the e5 list is searched; None without the tier.
+    def _e5_list(self, query: str, quality: Embedder | None, limit: int, flt: Filter | None) -> _Later | None:
+        """The `e5` list, to be collected when fusion needs it; None without the tier.
 
-        With an executor the embedding starts now on its thread: onnxruntime releases the GIL, so
-        e5's forward pass (~8 ms CPU, most of a filled store's query) runs on the second core
-        while this thread embeds with USE and runs the dense and BM25 searches. The vector is the
-        same either way (the same call on the same model), so the ranking is too.
+        Dense search on `e5` with the e5 query vector; chunks without the vector are not in it (the
+        tier may be half filled). With an executor it starts now on its thread: onnxruntime and
+        Edge release the GIL, so e5's forward pass (~8 ms CPU, most of a filled store's query) and
+        its search run on the second core while this thread embeds with USE and runs the dense
+        and BM25 searches. The list is the same either way (the same calls on the same model and
+        store), so the ranking is too.
         """
         if quality is None:
             return None
-        if self.executor is None:
-            return lambda: quality.embed_query(query)
-        return self.executor.submit(quality.embed_query, query).result
 
-    def _quality_list(self, e5_vector: _Vector | None, limit: int, flt: Filter | None) -> list[ScoredPoint]:
-        """Dense search on `e5`; chunks without the vector are not in it (the tier may be half filled)."""
-        if e5_vector is None:
-            return []
-        return self.store.search_dense("chunks", E5_VECTOR, e5_vector(), limit=limit, flt=flt)
+        def run() -> list[ScoredPoint]:
+            return self.store.search_dense("chunks", E5_VECTOR, quality.embed_query(query), limit=limit, flt=flt)
+
+        return run if self.executor is None else self.executor.submit(run).result
 
     def _hybrid(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None,
-                e5_vector: _Vector | None = None) -> list[_Cand]:
+                e5_list: _Later | None = None) -> list[_Cand]:
         t = self.tuning
         if not t.language_fusion:
             sparse = lexical_query(query, self.settings.languages)
@@ -278,7 +273,7 @@ class Searcher:
             return [_cand(p, "dense+lexical") for p in fused]
         lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
                                query_languages(query, self.settings.languages, self.settings.cache_dir),
-                               self._quality_list(e5_vector, pool, flt),
+                               e5_list() if e5_list else [],
                                self.title_matches(query) if t.title_weight > 0 else ())
         return fuse(query, lists, t, self.feedback_search(pool, flt))
 
