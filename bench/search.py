@@ -1,13 +1,14 @@
 """Search quality and latency (R22, R28): decides the default search mode and the fusion knobs.
 
-Two commands, run from the repo root:
+Commands, run from the repo root:
 
     .venv/bin/python bench/search.py eval [--work DIR] [--max-queries N] [--sets foam,rust,xquad]
         [--use-engine auto|packaged|onnx]
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
     .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants] [--floor]
         [--e5 [--e5-fixed] [--e5-latency CELL]]
-    .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
+    .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50] [--e5 [--parts]] [--keep DIR]
+    .venv/bin/python bench/search.py threaded-check --work COPY_OF_LOO_E5_WORK
 
 `loo` is the honest figure (issue 15): twelve (set, direction) cells (`bench/cells.py`), each
 cell's fusion knobs picked by the selection rule on the other eleven and reported on it (leave
@@ -58,8 +59,14 @@ lists over e5 weight x use weight x the lexical knobs, the baseline being the be
 text, 10 chunks per note with prev/next and 3 links per note, a note point per note with a
 two-word title and an alias) and times end-to-end searches
 (query embedding with the real model + search) for dense, hybrid, hybrid+expand and hybrid with
-the title/alias list on (`title_weight=1`, off by default): p50/p95.
-No assertions: figures only.
+the title/alias list on (`title_weight=1`, off by default): p50/p95 wall and the mean CPU per
+query (all threads of the process), the rows taking turns query by query. `--e5` gives every chunk
+an `e5` vector near its note's topic, made from real e5 passage vectors (`e5_anchors`), and adds
+hybrid with the tier filled, the e5 list in line and on a thread (what `Index` does); the query is
+embedded by the real e5 model. `--parts` then splits a hybrid+e5 query into its embeddings, store
+searches, payloads and fusion. `--keep DIR` builds each store once there (a 100k store with the
+tier takes 10-30 min on the loaded VM). No assertions: figures only. `threaded-check` searches
+every golden question on the e5-filled `loo --e5` stores both ways and counts differing hits.
 """
 
 from __future__ import annotations
@@ -1353,6 +1360,37 @@ def latency_parts(size: int, store: EdgeStore, embedder: Embedder, settings: Set
     print(flush=True)
 
 
+def run_threaded_check(args: argparse.Namespace) -> None:
+    """Every golden question on the e5-filled stores of `loo --e5` (foam, rust de/en/mixed: 8 cells),
+    searched by `Index`'s searcher (the e5 list on its thread) and by an in-line searcher: the hits
+    must be equal, scores and `via` included. Prints the counts; exits 1 on any difference."""
+    work = Path(args.work)
+    rust = ("rustbook-de.jsonl", "rustbook-en.jsonl")
+    corpora = {"foam": (CORPORA / "foam-docs/vault", work / "foam-docs", ("foam-docs.jsonl",)),
+               "rust-de": (CORPORA / "rustbook-de/src", work / "rustbook-de", rust),
+               "rust-en": (CORPORA / "rustbook-en/src", work / "rustbook-en", rust),
+               "rust-mixed": (work / "rustbook-mixed-vault", work / "rustbook-mixed", rust)}
+    use, e5 = UseEmbedder(), make_embedder("e5")
+    searches = differ = fused = 0
+    for name, (vault, folder, sets) in corpora.items():
+        settings = dataclasses.replace(cells.base_settings(), store_path=str(folder))
+        with Index(vault, settings, embedder=use, e5=e5) as index:
+            threaded = index.searcher()
+            if threaded.executor is None or threaded.quality_embedder() is None:
+                raise SystemExit(f"{name}: no e5 tier in {folder} or one core only")
+            in_line = Searcher(index.store(), index.embedder, settings, quality=index.e5_embedder())
+            for questions in sets:
+                for q in load_vault_queries(GOLDEN / questions):
+                    for options in ({"k": 10, "by_note": True}, {"k": 10}):
+                        expected = in_line.search(q.query, **options)  # type: ignore[arg-type]
+                        searches += 1
+                        differ += threaded.search(q.query, **options) != expected  # type: ignore[arg-type]
+                        fused += any("e5" in h.via for h in expected)
+        print(f"{name}: {searches} searches so far, {differ} different, {fused} with e5 hits", flush=True)
+    if differ:
+        raise SystemExit(1)
+
+
 def _vocabulary() -> list[str]:
     """Real words (German and English) from the shared corpora, so BM25 postings look natural."""
     words: dict[str, None] = {}
@@ -1402,6 +1440,8 @@ def main(argv: list[str] | None = None) -> int:
     lat.add_argument("--e5", action="store_true", help="fill a synthetic e5 tier; time hybrid+e5 in line and threaded")
     lat.add_argument("--parts", action="store_true", help="with --e5: where a hybrid+e5 query spends its time")
     lat.add_argument("--keep", default="", help="build the stores in this folder once and reuse them")
+    th = sub.add_parser("threaded-check", help="the e5 list on its thread returns the in-line hits (golden sets)")
+    th.add_argument("--work", required=True, help="a copy of a `loo --e5` work folder (stores with the tier)")
     args = parser.parse_args(argv)
     if args.command in ("eval", "grid") and args.work is None:
         args.work = "/tmp/mindnet-bench-search-e5" if args.e5 else "/tmp/mindnet-bench-search"
@@ -1413,6 +1453,8 @@ def main(argv: list[str] | None = None) -> int:
         run_loo(args)
     elif args.command == "loo-table":
         run_loo_table(args)
+    elif args.command == "threaded-check":
+        run_threaded_check(args)
     else:
         run_latency(args)
     return 0
