@@ -1074,11 +1074,11 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
     """A store of `n_chunks` random chunks: 10 per note, prev/next neighbours, 3 links per note.
 
     With `e5` (the model id and real passage vectors, `e5_anchors`) every chunk also gets an `e5`
-    vector near its note's topic (`e5_like`), as a filled quality tier has. A folder that already
-    holds the store (`--keep`) is opened as it is: the same seed builds the same store.
+    vector near its note's topic (`e5_like`), as a filled quality tier has. A folder holding a
+    finished build (`--keep`: the `built` mark) is opened as it is: the same seed builds the same store.
     """
     rng = np.random.default_rng(seed)
-    built = (folder / "bench.meta.json").is_file()
+    built = (folder / "built").is_file()
     store = EdgeStore(folder, prefix="bench")
     specs = [VectorSpec("use", "synthetic@1", dim)]
     if e5 is not None:
@@ -1134,6 +1134,7 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
     for start in range(0, len(notes), 1024):
         store.upsert("notes", notes[start:start + 1024])
     store.optimize()
+    (folder / "built").write_text(f"{n_chunks}\n", encoding="utf-8")  # last: a killed build is not reused
     print(f"  built {n_chunks} chunks / {len(edges)} edges in {time.perf_counter() - started:.0f}s",
           file=sys.stderr, flush=True)
     return store
