@@ -22,6 +22,7 @@ from fakes import FakeEmbedder
 from mindnet.api import E5_QUERY_THREAD, Index
 from mindnet.config import load_settings
 from mindnet.embedding import UseEmbedder
+from mindnet.errors import MindnetError
 from mindnet.evaluation import load_vault_queries
 from mindnet.search import Searcher
 from mindnet.store import SparseVec
@@ -127,3 +128,25 @@ def _cores() -> int:
     import os
 
     return os.cpu_count() or 1
+
+
+class _FailingE5(FakeEmbedder):
+    """A fake e5 whose query embedding fails, as a broken model would."""
+
+    def __init__(self) -> None:
+        super().__init__(dim=16, model_id="fake-e5@1")
+
+    def embed_query(self, text: str) -> np.ndarray:  # type: ignore[override]
+        raise MindnetError(f"e5 failed on {text!r}")
+
+
+def test_an_e5_failure_reaches_the_caller_on_both_paths(tmp_path: Path) -> None:
+    settings = load_settings(env={}, overrides={"store_path": str(tmp_path / "store"), "quality_tier": True})
+    with Index(VAULT, settings, embedder=FakeEmbedder(), e5=FakeEmbedder(dim=16, model_id="fake-e5@1")) as index:
+        index.import_vault(e5=True)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            for executor in (None, pool):
+                searcher = Searcher(index.store(), index.embedder, settings, quality=_FailingE5(), executor=executor)
+                with pytest.raises(MindnetError, match="e5 failed on 'Chunking'"):
+                    searcher.search("Chunking")
+                assert searcher.search("Chunking", mode="dense")  # the other modes never ask e5
