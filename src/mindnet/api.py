@@ -390,7 +390,7 @@ class IndexStatus:
 
 
 E5_QUERY_THREAD = "mindnet-e5-query"
-"""Name prefix of the thread `Index` embeds e5 queries on (tests look for it after `close`)."""
+"""Name prefix of the thread `Index` makes a search's e5 list on (tests look for it after `close`)."""
 
 
 class Index:
@@ -816,7 +816,7 @@ class Index:
         """Close everything this index opened; safe to call twice."""
         self._searcher = None
         if self._query_pool is not None:
-            self._query_pool.shutdown(wait=True)  # a search in flight collects its vector first
+            self._query_pool.shutdown(wait=True)  # a search in flight gets its e5 list first
             self._query_pool = None
         for resource in (self._store, self._cache, self._notes_cache):
             if resource is not None:

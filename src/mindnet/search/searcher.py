@@ -105,8 +105,7 @@ class Searcher:
                 from the store's is ignored: its vectors would not be comparable.
             executor: where the e5 list (query embedding and search) is made while this thread
                 embeds the query with USE and asks the store for the other lists (`_e5_list`);
-                None makes it in line.
-                The caller owns it and shuts it down (`api.Index.close`).
+                None makes it in line. The caller owns it and shuts it down (`api.Index.close`).
         """
         self.store = store
         self.embedder = embedder
