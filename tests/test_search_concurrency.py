@@ -9,6 +9,7 @@ The overlap itself is shown with fakes (a test about threads, not about quality)
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -125,8 +126,6 @@ def test_the_e5_query_runs_while_the_other_lists_are_searched(tmp_path: Path) ->
 
 
 def _cores() -> int:
-    import os
-
     return os.cpu_count() or 1
 
 
