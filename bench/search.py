@@ -1,13 +1,14 @@
 """Search quality and latency (R22, R28): decides the default search mode and the fusion knobs.
 
-Two commands, run from the repo root:
+Commands, run from the repo root:
 
     .venv/bin/python bench/search.py eval [--work DIR] [--max-queries N] [--sets foam,rust,xquad]
         [--use-engine auto|packaged|onnx]
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
     .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants] [--floor]
         [--e5 [--e5-fixed] [--e5-latency CELL]]
-    .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50]
+    .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50] [--e5 [--parts]] [--keep DIR]
+    .venv/bin/python bench/search.py threaded-check --work COPY_OF_LOO_E5_WORK
 
 `loo` is the honest figure (issue 15): twelve (set, direction) cells (`bench/cells.py`), each
 cell's fusion knobs picked by the selection rule on the other eleven and reported on it (leave
@@ -58,8 +59,14 @@ lists over e5 weight x use weight x the lexical knobs, the baseline being the be
 text, 10 chunks per note with prev/next and 3 links per note, a note point per note with a
 two-word title and an alias) and times end-to-end searches
 (query embedding with the real model + search) for dense, hybrid, hybrid+expand and hybrid with
-the title/alias list on (`title_weight=1`, off by default): p50/p95.
-No assertions: figures only.
+the title/alias list on (`title_weight=1`, off by default): p50/p95 wall and the mean CPU per
+query (all threads of the process), the rows taking turns query by query. `--e5` gives every chunk
+an `e5` vector near its note's topic, made from real e5 passage vectors (`e5_anchors`), and adds
+hybrid with the tier filled, the e5 list in line and on a thread (what `Index` does); the query is
+embedded by the real e5 model. `--parts` then splits a hybrid+e5 query into its embeddings, store
+searches, payloads and fusion. `--keep DIR` builds each store once there (a 100k store with the
+tier takes 10-30 min on the loaded VM). No assertions: figures only. `threaded-check` searches
+every golden question on the e5-filled `loo --e5` stores both ways and counts differing hits.
 """
 
 from __future__ import annotations
@@ -68,13 +75,16 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import os
 import random
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +93,7 @@ import variants
 from mindnet import quality_tier
 from mindnet.api import Index
 from mindnet.config import Settings, load_settings
-from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder, make_embedder
+from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder, WrappedEmbedder, make_embedder
 from mindnet.evaluation import (
     DEFAULT_RUNS,
     BeirSet,
@@ -1059,18 +1069,38 @@ QUERIES = [
 ]
 
 
-def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], seed: int = 1) -> EdgeStore:
-    """A store of `n_chunks` random chunks: 10 per note, prev/next neighbours, 3 links per note."""
+def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], seed: int = 1,
+                    e5: tuple[str, np.ndarray] | None = None) -> EdgeStore:
+    """A store of `n_chunks` random chunks: 10 per note, prev/next neighbours, 3 links per note.
+
+    With `e5` (the model id and real passage vectors, `e5_anchors`) every chunk also gets an `e5`
+    vector near its note's topic (`e5_like`), as a filled quality tier has. A folder holding a
+    finished build (`--keep`: the `built` mark) is opened as it is: the same seed builds the same store.
+    """
     rng = np.random.default_rng(seed)
+    built = (folder / "built").is_file()
     store = EdgeStore(folder, prefix="bench")
-    store.ensure(StoreSchema(vectors=(VectorSpec("use", "synthetic@1", dim),)))
+    specs = [VectorSpec("use", "synthetic@1", dim)]
+    if e5 is not None:
+        specs.append(VectorSpec(E5_VECTOR, e5[0], int(e5[1].shape[1])))
+    store.ensure(StoreSchema(vectors=tuple(specs)))
+    if built:
+        print(f"  reusing the {store.count('chunks')}-chunk store in {folder}", file=sys.stderr, flush=True)
+        return store
     n_notes = max(1, n_chunks // 10)
     started = time.perf_counter()
     batch: list[PointRecord] = []
+    topic = None
     for i in range(n_chunks):
         note, idx = divmod(i, 10)
         vec = rng.standard_normal(dim).astype(np.float32)
         vec /= np.linalg.norm(vec)
+        vectors: dict[str, np.ndarray] = {"use": vec}
+        if e5 is not None:
+            if idx == 0:
+                topic = e5_topic(e5[1], rng)
+            assert topic is not None
+            vectors[E5_VECTOR] = e5_like(topic, rng)
         words = rng.choice(len(vocab), size=40)
         text = " ".join(vocab[w] for w in words)
         lang = "de" if note % 2 else "en"
@@ -1080,7 +1110,7 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
                    "char_end": len(text), "line_start": 1, "line_end": 1, "type": "note", "tags": [],
                    "neighbors": {"prev": f"n{note}#c{idx:02d}" if idx else None,
                                  "next": f"n{note}#c{idx + 2:02d}" if idx < 9 else None}}
-        batch.append(PointRecord(cid, payload, vectors={"use": vec}, sparse={"bm25": lexical_document(text, lang)}))
+        batch.append(PointRecord(cid, payload, vectors=vectors, sparse={"bm25": lexical_document(text, lang)}))
         if len(batch) >= 1024:
             store.upsert("chunks", batch)
             batch = []
@@ -1104,42 +1134,262 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
     for start in range(0, len(notes), 1024):
         store.upsert("notes", notes[start:start + 1024])
     store.optimize()
-    print(f"  built {n_chunks} chunks / {len(edges)} edges in {time.perf_counter() - started:.0f}s", flush=True)
+    (folder / "built").write_text(f"{n_chunks}\n", encoding="utf-8")  # last: a killed build is not reused
+    print(f"  built {n_chunks} chunks / {len(edges)} edges in {time.perf_counter() - started:.0f}s",
+          file=sys.stderr, flush=True)
     return store
 
 
+def e5_anchors(e5: Embedder, n: int = 128) -> np.ndarray:
+    """e5 passage vectors of `n` real paragraphs (foam-docs, rustbook-de): where real chunks lie.
+
+    Random unit vectors would spread evenly over the sphere; e5's passages sit in a narrow cone
+    (two unrelated chunks have cosine ~0.75), and an HNSW search costs what the neighbourhood of
+    the query looks like, so the synthetic tier is built around real vectors.
+    """
+    paragraphs: list[str] = []
+    for folder in ("foam-docs/vault", "rustbook-de/src"):
+        for path in sorted((CORPORA / folder).rglob("*.md"))[:60]:
+            text = path.read_text(encoding="utf-8", errors="replace")
+            paragraphs.extend(p.strip() for p in text.split("\n\n") if 200 <= len(p.strip()) <= 1200)
+    random.Random(3).shuffle(paragraphs)
+    return np.asarray(e5.embed_passages([f"{p}" for p in paragraphs[:n]]), dtype=np.float32)
+
+
+def e5_topic(anchors: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """A note's topic: a random mix of two real passage vectors."""
+    a, b = rng.choice(len(anchors), size=2, replace=False)
+    w = float(rng.uniform(0.2, 0.8))
+    return (w * anchors[a] + (1 - w) * anchors[b]).astype(np.float32)
+
+
+def e5_like(topic: np.ndarray, rng: np.random.Generator, spread: float = 0.35) -> np.ndarray:
+    """A chunk vector near its note's topic (cosine ~0.9 to it), unit length."""
+    noise = rng.standard_normal(topic.shape[0]).astype(np.float32)
+    vec = topic / np.linalg.norm(topic) + noise * (spread / np.sqrt(topic.shape[0]))
+    return (vec / np.linalg.norm(vec)).astype(np.float32)
+
+
+@dataclasses.dataclass
+class _Times:
+    """Wall and CPU (this process, all threads) milliseconds of one run's queries."""
+
+    wall: list[float] = dataclasses.field(default_factory=list)
+    cpu: list[float] = dataclasses.field(default_factory=list)
+
+    def add(self, wall: float, cpu: float) -> None:
+        self.wall.append(wall * 1000)
+        self.cpu.append(cpu * 1000)
+
+    def row(self) -> str:
+        wall = sorted(self.wall)
+        p95 = wall[min(len(wall) - 1, int(0.95 * len(wall)))] if wall else 0.0
+        return (f"{statistics.median(wall) if wall else 0.0:.1f} | {p95:.1f} | "
+                f"{statistics.fmean(self.cpu) if self.cpu else 0.0:.1f}")
+
+
+def _load() -> str:
+    try:
+        return "/".join(f"{x:.1f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def latency_runs(size: int, store: EdgeStore, embedder: Embedder, settings: Settings, e5: Embedder | None,
+                 executor: ThreadPoolExecutor | None) -> list[tuple[str, str, bool, Searcher]]:
+    """(label, mode, expand, searcher) of every row for one store size."""
+    plain = Searcher(store, embedder, settings)
+    named = Searcher(store, embedder, settings, tuning=SearchTuning(title_weight=1.0))
+    runs = [("dense", "dense", False, plain), ("hybrid", "hybrid", False, plain),
+            ("hybrid+expand", "hybrid", True, plain), ("hybrid+title list", "hybrid", False, named)]
+    if e5 is not None:
+        runs += [("hybrid+e5 (in line)", "hybrid", False, Searcher(store, embedder, settings, quality=e5)),
+                 ("hybrid+e5 (e5 on a thread)", "hybrid", False,
+                  Searcher(store, embedder, settings, quality=e5, executor=executor))]
+    return runs
+
+
 def run_latency(args: argparse.Namespace) -> None:
+    """Print p50/p95 wall and mean CPU per query, every row timed on the same queries, interleaved.
+
+    The rows take turns query by query (each query goes through every row before the next), so a
+    burst of load on the shared machine hits all rows alike; CPU is `time.process_time`, which
+    counts every thread of this process, so work moved to a thread is still counted.
+    """
     embedder = UseEmbedder()
     settings = load_settings()
     vocab = _vocabulary()
     embedder.embed_query("warm up")
-    print("| chunks | run | p50 ms | p95 ms | embed p50 ms |\n|---|---|---|---|---|")
-    for size in (int(s) for s in args.sizes.split(",")):
-        with tempfile.TemporaryDirectory(prefix="mindnet-bench-") as tmp:
-            print(f"  building {size} …", file=sys.stderr, flush=True)
-            store = synthetic_store(Path(tmp), size, embedder.dim, vocab)
-            plain = Searcher(store, embedder, settings)
-            named = Searcher(store, embedder, settings, tuning=SearchTuning(title_weight=1.0))
-            for label, mode, expand, searcher in (
-                    ("dense", "dense", False, plain), ("hybrid", "hybrid", False, plain),
-                    ("hybrid+expand", "hybrid", True, plain), ("hybrid+title list", "hybrid", False, named)):
-                times, embeds = [], []
+    e5 = make_embedder("e5") if args.e5 else None
+    anchors = e5_anchors(e5) if e5 is not None else None
+    print(f"load average at start {_load()}; {os.cpu_count()} cores", flush=True)
+    print("| chunks | run | p50 ms | p95 ms | CPU ms/query | embed p50 ms |\n|---|---|---|---|---|---|")
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench-e5") as executor:
+        for size in (int(s) for s in args.sizes.split(",")):
+            with contextlib.ExitStack() as stack:
+                if args.keep:
+                    folder = Path(args.keep) / f"{size}{'-e5' if e5 is not None else ''}"
+                else:
+                    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mindnet-bench-")))
+                print(f"  store of {size} …", file=sys.stderr, flush=True)
+                store = synthetic_store(folder, size, embedder.dim, vocab,
+                                        e5=(e5.model_id, anchors) if e5 is not None and anchors is not None else None)
+                stack.callback(store.close)
+                runs = latency_runs(size, store, embedder, settings, e5, executor)
+                times = {label: _Times() for label, *_ in runs}
+                embeds: list[float] = []
                 for i in range(args.queries + 3):
                     q = QUERIES[i % len(QUERIES)] + (f" {i}" if i >= len(QUERIES) else "")
                     t0 = time.perf_counter()
                     embedder.embed_query(q)
-                    t1 = time.perf_counter()
-                    searcher.search(q, k=10, mode=mode, expand=expand)  # type: ignore[arg-type]
-                    t2 = time.perf_counter()
-                    if i >= 3:  # warm-up
-                        # search() embeds the query itself: t2 - t1 is end to end; t1 - t0 the model alone
-                        times.append((t2 - t1) * 1000)
-                        embeds.append((t1 - t0) * 1000)
-                times.sort()
-                p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
-                print(f"| {size} | {label} | {statistics.median(times):.1f} | {p95:.1f} | "
-                      f"{statistics.median(embeds):.1f} |", flush=True)
-            store.close()
+                    if i >= 3:
+                        embeds.append((time.perf_counter() - t0) * 1000)
+                    for label, mode, expand, searcher in runs[i % len(runs):] + runs[:i % len(runs)]:
+                        w0, c0 = time.perf_counter(), time.process_time()
+                        searcher.search(q, k=10, mode=mode, expand=expand)  # type: ignore[arg-type]
+                        if i >= 3:  # warm-up
+                            times[label].add(time.perf_counter() - w0, time.process_time() - c0)
+                for label, *_ in runs:
+                    print(f"| {size} | {label} | {times[label].row()} | {statistics.median(embeds):.1f} |", flush=True)
+                if args.parts and e5 is not None:
+                    latency_parts(size, store, embedder, settings, e5, args.queries)
+                print(f"  load average after {size}: {_load()}", flush=True)
+
+
+class _Clock:
+    """Wall and CPU time per named part of a search, summed per query."""
+
+    def __init__(self) -> None:
+        self.parts: dict[str, _Times] = {}
+        self.sparse_calls = 0
+
+    def timed(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        w0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.parts.setdefault(name, _Times()).add(time.perf_counter() - w0, time.process_time() - c0)
+
+
+class _TimedStore:
+    """A store whose searches are timed by `_Clock`: the first sparse search of a query is the BM25
+    list, the second the feedback pass."""
+
+    def __init__(self, store: EdgeStore, clock: _Clock) -> None:
+        self._store, self._clock = store, clock
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+    def search_dense(self, collection: str, using: str, vector: Any, **kwargs: Any) -> Any:
+        return self._clock.timed(f"store: dense {using}", self._store.search_dense, collection, using, vector, **kwargs)
+
+    def search_sparse(self, collection: str, vector: SparseVec, **kwargs: Any) -> Any:
+        name = "store: bm25" if self._clock.sparse_calls == 0 else "store: feedback bm25"
+        self._clock.sparse_calls += 1
+        return self._clock.timed(name, self._store.search_sparse, collection, vector, **kwargs)
+
+
+class _TimedEmbedder(WrappedEmbedder):
+    """An embedder whose query embeddings are timed by `_Clock`."""
+
+    def __init__(self, inner: Embedder, clock: _Clock, name: str) -> None:
+        super().__init__(inner)
+        self._clock, self._name = clock, name
+
+    def embed_query(self, text: str) -> Any:
+        return self._clock.timed(self._name, self.inner.embed_query, text)
+
+
+def latency_parts(size: int, store: EdgeStore, embedder: Embedder, settings: Settings, e5: Embedder,
+                  queries: int) -> None:
+    """Where a hybrid+e5 query (in line) spends its time: p50 wall, p95 wall, mean CPU per part.
+
+    The store calls, both query embeddings, the language odds and `fuse` (less the feedback search
+    inside it) are timed where the searcher calls them; `payload` is what the dense `use` search
+    costs over the same query without payloads (Edge directly); `rest` is the total less the parts.
+    """
+    import qdrant_edge as qe
+
+    from mindnet.search import searcher as searcher_module
+
+    clock = _Clock()
+    timed = _TimedStore(store, clock)
+    searcher = Searcher(timed, _TimedEmbedder(embedder, clock, "USE query"), settings,  # type: ignore[arg-type]
+                        quality=_TimedEmbedder(e5, clock, "e5 query"))
+    languages, fuse_fn = searcher_module.query_languages, searcher_module.fuse
+    total = _Times()
+    shard = store._shard("chunks")
+    with contextlib.ExitStack() as stack:
+        stack.callback(setattr, searcher_module, "query_languages", languages)
+        stack.callback(setattr, searcher_module, "fuse", fuse_fn)
+        searcher_module.query_languages = lambda *a, **k: clock.timed("language odds", languages, *a, **k)
+        searcher_module.fuse = lambda *a, **k: clock.timed("fuse (with feedback)", fuse_fn, *a, **k)
+        for i in range(queries + 3):
+            if i == 3:
+                clock.parts.clear()
+            q = QUERIES[i % len(QUERIES)] + f" p{i}"
+            clock.sparse_calls = 0
+            w0, c0 = time.perf_counter(), time.process_time()
+            searcher.search(q, k=10)
+            if i >= 3:
+                total.add(time.perf_counter() - w0, time.process_time() - c0)
+            vec = embedder.embed_query(q).tolist()
+            for with_payload in (True, False):
+                clock.timed("payload" if with_payload else "payload-", shard.query, qe.QueryRequest(
+                    limit=POOL // 3, query=qe.Query.Nearest(vec, using="use"), with_payload=with_payload))
+    parts = clock.parts
+    with_p, without = parts.pop("payload"), parts.pop("payload-")
+    parts["payload (dense use, 50 hits)"] = _Times([a - b for a, b in zip(with_p.wall, without.wall, strict=True)],
+                                                   [a - b for a, b in zip(with_p.cpu, without.cpu, strict=True)])
+    fused = parts["fuse (with feedback)"]
+    feedback = parts.get("store: feedback bm25")
+    if feedback is not None and len(feedback.wall) == len(fused.wall):
+        parts["fuse (with feedback)"] = _Times([a - b for a, b in zip(fused.wall, feedback.wall, strict=True)],
+                                               [a - b for a, b in zip(fused.cpu, feedback.cpu, strict=True)])
+        parts["fusion (no store)"] = parts.pop("fuse (with feedback)")
+    summed = [sum(t.wall[i] for n, t in parts.items() if not n.startswith("payload") and len(t.wall) > i)
+              for i in range(len(total.wall))]
+    summed_cpu = [sum(t.cpu[i] for n, t in parts.items() if not n.startswith("payload") and len(t.cpu) > i)
+                  for i in range(len(total.cpu))]
+    parts["rest"] = _Times([a - b for a, b in zip(total.wall, summed, strict=True)],
+                           [a - b for a, b in zip(total.cpu, summed_cpu, strict=True)])
+    print(f"\n| {size} chunks, hybrid+e5 in line | p50 ms | p95 ms | CPU ms/query |\n|---|---|---|---|")
+    print(f"| total | {total.row()} |")
+    for name, t in parts.items():
+        print(f"| {name} | {t.row()} |")
+    print(flush=True)
+
+
+def run_threaded_check(args: argparse.Namespace) -> None:
+    """Every golden question on the e5-filled stores of `loo --e5` (foam, rust de/en/mixed: 8 cells),
+    searched by `Index`'s searcher (the e5 list on its thread) and by an in-line searcher: the hits
+    must be equal, scores and `via` included. Prints the counts; exits 1 on any difference."""
+    work = Path(args.work)
+    rust = ("rustbook-de.jsonl", "rustbook-en.jsonl")
+    corpora = {"foam": (CORPORA / "foam-docs/vault", work / "foam-docs", ("foam-docs.jsonl",)),
+               "rust-de": (CORPORA / "rustbook-de/src", work / "rustbook-de", rust),
+               "rust-en": (CORPORA / "rustbook-en/src", work / "rustbook-en", rust),
+               "rust-mixed": (work / "rustbook-mixed-vault", work / "rustbook-mixed", rust)}
+    use, e5 = UseEmbedder(), make_embedder("e5")
+    searches = differ = fused = 0
+    for name, (vault, folder, sets) in corpora.items():
+        settings = dataclasses.replace(cells.base_settings(), store_path=str(folder))
+        with Index(vault, settings, embedder=use, e5=e5) as index:
+            threaded = index.searcher()
+            if threaded.executor is None or threaded.quality_embedder() is None:
+                raise SystemExit(f"{name}: no e5 tier in {folder} or one core only")
+            in_line = Searcher(index.store(), index.embedder, settings, quality=index.e5_embedder())
+            for questions in sets:
+                for q in load_vault_queries(GOLDEN / questions):
+                    for options in ({"k": 10, "by_note": True}, {"k": 10}):
+                        expected = in_line.search(q.query, **options)  # type: ignore[arg-type]
+                        searches += 1
+                        differ += threaded.search(q.query, **options) != expected  # type: ignore[arg-type]
+                        fused += any("e5" in h.via for h in expected)
+        print(f"{name}: {searches} searches so far, {differ} different, {fused} with e5 hits", flush=True)
+    if differ:
+        raise SystemExit(1)
 
 
 def _vocabulary() -> list[str]:
@@ -1188,6 +1438,11 @@ def main(argv: list[str] | None = None) -> int:
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
     lat.add_argument("--sizes", default="1000,10000,100000")
     lat.add_argument("--queries", type=int, default=50)
+    lat.add_argument("--e5", action="store_true", help="fill a synthetic e5 tier; time hybrid+e5 in line and threaded")
+    lat.add_argument("--parts", action="store_true", help="with --e5: where a hybrid+e5 query spends its time")
+    lat.add_argument("--keep", default="", help="build the stores in this folder once and reuse them")
+    th = sub.add_parser("threaded-check", help="the e5 list on its thread returns the in-line hits (golden sets)")
+    th.add_argument("--work", required=True, help="a copy of a `loo --e5` work folder (stores with the tier)")
     args = parser.parse_args(argv)
     if args.command in ("eval", "grid") and args.work is None:
         args.work = "/tmp/mindnet-bench-search-e5" if args.e5 else "/tmp/mindnet-bench-search"
@@ -1199,6 +1454,8 @@ def main(argv: list[str] | None = None) -> int:
         run_loo(args)
     elif args.command == "loo-table":
         run_loo_table(args)
+    elif args.command == "threaded-check":
+        run_threaded_check(args)
     else:
         run_latency(args)
     return 0

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
@@ -387,6 +389,10 @@ class IndexStatus:
         }
 
 
+E5_QUERY_THREAD = "mindnet-e5-query"
+"""Name prefix of the thread `Index` makes a search's e5 list on (tests look for it after `close`)."""
+
+
 class Index:
     """The searchable store of one vault: import, status, search; the owner of its open resources."""
 
@@ -421,6 +427,7 @@ class Index:
         self._notes_cache: NoteCache | None = None
         self._lock = ImportLock(self.folder)
         self._searcher: Searcher | None = None
+        self._query_pool: ThreadPoolExecutor | None = None
         self._store_lock = threading.RLock() if shared else None
 
     @property
@@ -747,8 +754,19 @@ class Index:
             if not self.has_store():
                 raise MindnetError(f"{self.vault.root} is not imported yet: run `mindnet import {self.vault.root}`")
             # The provider is asked once, on the first search that fuses e5: no model loads before.
-            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self.e5_embedder)
+            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self.e5_embedder,
+                                      executor=self._e5_query_pool())
         return self._searcher
+
+    def _e5_query_pool(self) -> ThreadPoolExecutor | None:
+        """The one thread a search's e5 list (query embedding and search) is made on beside the rest.
+
+        Its thread starts on the first e5 query (a store without the tier never starts it) and
+        ends in `close`. None on one core, where a second thread could only take turns with the
+        first."""
+        if self._query_pool is None and (os.cpu_count() or 1) > 1:
+            self._query_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=E5_QUERY_THREAD)
+        return self._query_pool
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note)."""
@@ -797,6 +815,9 @@ class Index:
     def close(self) -> None:
         """Close everything this index opened; safe to call twice."""
         self._searcher = None
+        if self._query_pool is not None:
+            self._query_pool.shutdown(wait=True)  # a search in flight gets its e5 list first
+            self._query_pool = None
         for resource in (self._store, self._cache, self._notes_cache):
             if resource is not None:
                 resource.close()

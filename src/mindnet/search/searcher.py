@@ -20,6 +20,7 @@ at 0.3). Use it to give an LLM the surroundings of a hit.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
@@ -36,6 +37,8 @@ from .fusion import CandidateLists, FeedbackSearch, SearchTuning, _Cand, best_pe
 
 Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
+_Later: TypeAlias = Callable[[], list[ScoredPoint]]
+"""A list still being fetched (or fetched on demand): calling it waits for it."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -86,7 +89,8 @@ class Searcher:
 
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
                  tuning: SearchTuning | None = None, dense_vector: str = DENSE_VECTOR,
-                 quality: Embedder | Callable[[], Embedder | None] | None = None) -> None:
+                 quality: Embedder | Callable[[], Embedder | None] | None = None,
+                 executor: Executor | None = None) -> None:
         """Bind the parts a search needs; every model arrives from its owner (`api.Index`).
 
         Args:
@@ -99,12 +103,16 @@ class Searcher:
                 it, called (once) on the first search that fuses the list, so the model loads only
                 when the store has e5 vectors; None never uses the tier. A model whose id differs
                 from the store's is ignored: its vectors would not be comparable.
+            executor: where the e5 list (query embedding and search) is made while this thread
+                embeds the query with USE and asks the store for the other lists (`_e5_list`);
+                None makes it in line. The caller owns it and shuts it down (`api.Index.close`).
         """
         self.store = store
         self.embedder = embedder
         self.settings = settings
         self.tuning = tuning or SearchTuning()
         self.dense_vector = dense_vector
+        self.executor = executor
         self._quality: Embedder | None = quality if isinstance(quality, Embedder) else None
         self._provide: Callable[[], Embedder | None] | None = None if isinstance(quality, Embedder) else quality
         """Still to be asked for the model; None once asked, or when a model was given."""
@@ -178,6 +186,7 @@ class Searcher:
         t = self.tuning
         # by_note needs more chunks than notes wanted: a good note often brings several chunks.
         pool = max(4 * k, t.candidates) * (3 if by_note else 1)
+        e5_list = self._e5_list(query, self._quality_for(mode), pool, flt)  # first: it runs beside all that follows
         vector = self.embedder.embed_query(query) if (mode != "lexical" or expand) else None
         if mode == "dense":
             assert vector is not None
@@ -186,7 +195,7 @@ class Searcher:
             cands = [_cand(p, "lexical") for p in self._lexical(query, pool, flt)]
         else:
             assert vector is not None
-            cands = self._hybrid(query, vector, pool, flt, self._quality_for(mode))
+            cands = self._hybrid(query, vector, pool, flt, e5_list)
         if expand and cands:
             assert vector is not None
             cands = self._expand(cands, vector, flt)
@@ -201,11 +210,11 @@ class Searcher:
         Public so `bench/search.py` can fetch the lists once per question and try many fusion
         settings on them without asking the store again.
         """
+        e5_list = self._e5_list(query, self._quality_for("hybrid"), pool, flt)
         vector = self.embedder.embed_query(query)
         return CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
                               query_languages(query, self.settings.languages, self.settings.cache_dir),
-                              self._quality_list(query, self._quality_for("hybrid"), pool, flt),
-                              self.title_matches(query))
+                              e5_list() if e5_list else [], self.title_matches(query))
 
     def feedback_search(self, pool: int, flt: Filter | None = None) -> FeedbackSearch:
         """The store query behind `fuse`'s feedback list: BM25 with a weighted term vector, `pool`
@@ -235,14 +244,26 @@ class Searcher:
     def _lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
         return self.store.search_sparse("chunks", lexical_query(query, self.settings.languages), limit=limit, flt=flt)
 
-    def _quality_list(self, query: str, quality: Embedder | None, limit: int, flt: Filter | None) -> list[ScoredPoint]:
-        """Dense search on `e5`; chunks without the vector are not in it (the tier may be half filled)."""
+    def _e5_list(self, query: str, quality: Embedder | None, limit: int, flt: Filter | None) -> _Later | None:
+        """The `e5` list, to be collected when fusion needs it; None without the tier.
+
+        Dense search on `e5` with the e5 query vector; chunks without the vector are not in it (the
+        tier may be half filled). With an executor it starts now on its thread: onnxruntime and
+        Edge release the GIL, so e5's forward pass (~8 ms CPU, most of a filled store's query) and
+        its search run on the second core while this thread embeds with USE and runs the dense
+        and BM25 searches. The list is the same either way (the same calls on the same model and
+        store), so the ranking is too.
+        """
         if quality is None:
-            return []
-        return self.store.search_dense("chunks", E5_VECTOR, quality.embed_query(query), limit=limit, flt=flt)
+            return None
+
+        def run() -> list[ScoredPoint]:
+            return self.store.search_dense("chunks", E5_VECTOR, quality.embed_query(query), limit=limit, flt=flt)
+
+        return run if self.executor is None else self.executor.submit(run).result
 
     def _hybrid(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None,
-                quality: Embedder | None = None) -> list[_Cand]:
+                e5_list: _Later | None = None) -> list[_Cand]:
         t = self.tuning
         if not t.language_fusion:
             sparse = lexical_query(query, self.settings.languages)
@@ -251,7 +272,7 @@ class Searcher:
             return [_cand(p, "dense+lexical") for p in fused]
         lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
                                query_languages(query, self.settings.languages, self.settings.cache_dir),
-                               self._quality_list(query, quality, pool, flt),
+                               e5_list() if e5_list else [],
                                self.title_matches(query) if t.title_weight > 0 else ())
         return fuse(query, lists, t, self.feedback_search(pool, flt))
 
