@@ -118,31 +118,25 @@ class Vault:
         for note in self.notes if notes is None else notes:
             yield from chunk_note(note, self.settings, self.resolver)
 
-    def chunk_lines(self, notes: Sequence[Note] | None = None, jobs: int = 0) -> Iterator[tuple[Note, str, str | None]]:
-        """Each note's chunks as NDJSON (`ndjson`), in note order: (note, lines, error or None).
+    def chunk_lines(
+        self, notes: Sequence[Note] | None = None, jobs: int = 0
+    ) -> Iterator[tuple[Note, bytes, str | None]]:
+        """Each note's chunks as UTF-8 NDJSON (`ndjson`), in note order: (note, lines, error or None).
 
-        With more than one job (`chunk_jobs`) the notes are chunked by a pool of worker processes,
-        which also render the lines; the order stays the notes' order, so the output is the same
-        bytes as with one. A note that fails (`MindnetError`) yields its message and no lines.
+        With more than one job (`chunk_jobs`) the notes are chunked by worker processes, which also
+        render the lines; the order stays the notes' order, so the output is the same bytes as with
+        one. A note that fails (`MindnetError`) yields its message and no lines. Bytes, because the
+        caller writes them as they are: encoding in the workers spares the parent that work.
         """
         todo = list(self.notes if notes is None else notes)
         workers = chunk_jobs(todo, jobs)
+        resolver = self.resolver
+        default_tokenizer()  # loaded here, before any fork, so that workers share it instead of loading it
         if workers <= 1:
-            _chunk_worker_init(self.settings, self.resolver)
             for note in todo:
-                yield note, *_chunk_worker(note)
+                yield note, *_chunk_one(note, self.settings, resolver)
             return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        methods = multiprocessing.get_all_start_methods()
-        # fork: workers inherit the loaded tokenizer and language model instead of loading their own.
-        context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        batch = max(1, min(64, len(todo) // (workers * 8)))
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_chunk_worker_init,
-                                 initargs=(self.settings, self.resolver)) as pool:
-            for note, (lines, error) in zip(todo, pool.map(_chunk_worker, todo, chunksize=batch), strict=True):
-                yield note, lines, error
+        yield from _chunk_in_workers(todo, self.settings, resolver, workers)
 
     def notes_at(self, paths: Iterable[str | Path]) -> tuple[list[Note], list[NoteProblem]]:
         """The notes of files given on a command line, as vault-relative paths."""
@@ -195,26 +189,86 @@ def read_jobs(files: int) -> int:
 
 def ndjson(chunks: Iterable[Chunk]) -> str:
     """Chunks as `mindnet-chunk` prints them (R24): one JSON payload per line."""
-    return "".join(json.dumps(chunk_payload(c), ensure_ascii=False) + "\n" for c in chunks)
+    encode = _JSON.encode
+    return "".join([encode(chunk_payload(c)) + "\n" for c in chunks])
 
 
-_WORKER: tuple[Settings, Resolver] | None = None
-"""What `_chunk_worker` chunks with: set once per worker process (or in the caller, for one job)."""
+_JSON = json.JSONEncoder(ensure_ascii=False)
+"""`json.dumps(..., ensure_ascii=False)` without building an encoder per call (same bytes)."""
 
 
-def _chunk_worker_init(settings: Settings, resolver: Resolver) -> None:
-    global _WORKER
-    _WORKER = (settings, resolver)
-
-
-def _chunk_worker(note: Note) -> tuple[str, str | None]:
-    """One note's NDJSON lines, or its error message: errors travel back as text, not tracebacks."""
-    assert _WORKER is not None
-    settings, resolver = _WORKER
+def _chunk_one(note: Note, settings: Settings, resolver: Resolver) -> tuple[bytes, str | None]:
+    """One note's NDJSON lines as UTF-8, or its error message: errors travel back as text, not tracebacks."""
     try:
-        return ndjson(chunk_note(note, settings, resolver)), None
+        return ndjson(chunk_note(note, settings, resolver)).encode("utf-8"), None
     except MindnetError as exc:
-        return "", str(exc)
+        return b"", str(exc)
+
+
+TASK_NOTES = 64
+"""Most notes in one worker task: enough that a task's round trip is noise next to its chunking."""
+TASKS_PER_WORKER = 12
+"""Tasks per worker, at least: tasks of equal text, so no worker idles long while the last ones finish."""
+
+
+def note_ranges(notes: Sequence[Note], workers: int) -> list[range]:
+    """Consecutive index ranges of `notes` with about equal text each (chunking time follows the text).
+
+    At most `TASK_NOTES` notes a range and about `TASKS_PER_WORKER` ranges per worker: one big note
+    then makes a range of its own instead of holding up 63 others behind it.
+    """
+    total = sum(len(note.fulltext) for note in notes)
+    share = max(1, total // max(1, workers * TASKS_PER_WORKER))
+    ranges: list[range] = []
+    start, size = 0, 0
+    for i, note in enumerate(notes):
+        size += len(note.fulltext)
+        if size >= share or i + 1 - start >= TASK_NOTES:
+            ranges.append(range(start, i + 1))
+            start, size = i + 1, 0
+    if start < len(notes):
+        ranges.append(range(start, len(notes)))
+    return ranges
+
+
+_WORKER: tuple[Sequence[Note], Settings, Resolver] | None = None
+"""What `_chunk_range` chunks: set once per worker process by `_chunk_worker_init`."""
+
+
+def _chunk_worker_init(notes: Sequence[Note], settings: Settings, resolver: Resolver) -> None:
+    global _WORKER
+    _WORKER = (notes, settings, resolver)
+
+
+def _chunk_range(indices: range) -> list[tuple[bytes, str | None]]:
+    """The `_chunk_one` results of the notes at `indices`: a task names notes, it does not carry them."""
+    assert _WORKER is not None
+    notes, settings, resolver = _WORKER
+    return [_chunk_one(notes[i], settings, resolver) for i in indices]
+
+
+def _chunk_in_workers(
+    notes: list[Note], settings: Settings, resolver: Resolver, workers: int
+) -> Iterator[tuple[Note, bytes, str | None]]:
+    """`_chunk_one` of every note in `workers` processes, yielded in note order as tasks finish.
+
+    Forked where the platform can: a worker then inherits the notes, the resolver and the loaded
+    models, so a task is two integers out and the rendered bytes back, and nothing is loaded twice.
+    Elsewhere (spawn) the initializer's arguments are pickled once per worker.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else None)
+    with ProcessPoolExecutor(workers, mp_context=context, initializer=_chunk_worker_init,
+                             initargs=(notes, settings, resolver)) as pool:
+        futures = [pool.submit(_chunk_range, indices) for indices in note_ranges(notes, workers)]
+        done = 0
+        for future in futures:
+            for lines, error in future.result():
+                yield notes[done], lines, error
+                done += 1
 
 
 GRAPH_VIEWS = ("neighbors", "references", "backlinks", "unresolved")

@@ -649,7 +649,7 @@ def chunk(
         for problem in problems:
             _say(problem.one_line())
         failed += sum(1 for p in problems if p.severity == "error")
-        write = sys.stdout.write
+        write = _byte_writer()
         for note, lines, error in reader.chunk_lines(notes, jobs):
             if error is not None:
                 _say(f"{note.path}: error: {error}")
@@ -657,6 +657,21 @@ def chunk(
             write(lines)
     if failed:
         raise typer.Exit(1)
+
+
+def _byte_writer() -> Any:
+    """A writer of UTF-8 bytes to stdout: its byte buffer where the text layer would write the same bytes.
+
+    That holds for a UTF-8 stdout without newline translation (not Windows); elsewhere, and for a
+    stdout that has no buffer (a program that replaced it), the bytes go through the text layer.
+    """
+    stream = sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+    if buffer is not None and encoding in ("utf-8", "utf8") and os.linesep == "\n":
+        stream.flush()  # nothing written through the text layer may come after these bytes
+        return buffer.write
+    return lambda data: stream.write(data.decode("utf-8"))
 
 
 def _emit(chunks: list[Any]) -> None:
