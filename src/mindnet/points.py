@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,7 +17,12 @@ from .chunking.base import Chunk
 from .chunking.tokens import Tokenizer
 from .config import Settings
 from .links import Link, Resolver, transclusions
-from .store import SPARSE_VECTOR, PointRecord, SparseVec, lexical_document
+
+if TYPE_CHECKING:
+    from .store import PointRecord, SparseVec
+
+# The store (and Qdrant with it) is imported by the functions that build points, not here:
+# `chunk_payload` is all that `mindnet-chunk` needs of this module.
 from .text import normalise
 from .vault import Note
 
@@ -153,6 +158,8 @@ def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transc
     still counts it once per section, not once per chunk of a long section; the later chunks
     keep their own text so an exact match still finds the chunk that holds it.
     """
+    from .store import lexical_document
+
     members: dict[tuple[str, str], list[Chunk]] = {}
     for c in chunks:
         members.setdefault(section_key(c), []).append(c)
@@ -226,6 +233,8 @@ def chunk_point(chunk: Chunk, vector: Sequence[float], transcluded: Transcluded 
     made from `lexical_text` (the evaluation's fixed windows index their text as is) or from
     `lexical_input`.
     """
+    from .store import SPARSE_VECTOR, PointRecord, lexical_document
+
     if lexical is None:
         text = lexical_input(chunk, transcluded) if lexical_text is None else lexical_text
         lexical = lexical_document(text, chunk.lang)
@@ -250,6 +259,8 @@ def note_point(
     note: Note, config_hash: str, chunk_count: int, neighbors: dict[str, list[str]], materialise: bool
 ) -> PointRecord:
     """The note point (R4): `references` are the resolved ids it links to; `neighbors` (R18) when enabled."""
+    from .store import PointRecord
+
     payload: dict[str, Any] = {
         "note_id": note.note_id,
         "title": note.title,
