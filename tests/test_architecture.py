@@ -29,9 +29,9 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("store",),
     ("points", "quality_tier", "sync"),
     ("titles", "search"),
-    ("api",),
+    ("api", "reading"),
     ("lint", "evaluation", "service", "address"),
-    ("cli", "client", "server", "mcp", "web"),
+    ("cli", "cli_core", "client", "server", "mcp", "web"),
 )
 """Modules (or packages) by stage, in data-flow order; a module may import its own stage or earlier."""
 INTERFACES = frozenset(STAGES[-1])

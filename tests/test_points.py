@@ -9,6 +9,7 @@ context and never another section's or another note's.
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 from hypothesis import given, settings
@@ -17,7 +18,8 @@ from hypothesis import strategies as st
 from fakes import make_chunk, make_note
 from mindnet.chunking.base import Chunk
 from mindnet.config import load_settings
-from mindnet.points import contextual_lexical, contextual_vectors, section_key, with_heading
+from mindnet.links import LinkRef
+from mindnet.points import chunk_payload, contextual_lexical, contextual_vectors, section_key, with_heading
 from mindnet.store import lexical_document
 
 SETTINGS = load_settings(env={}, overrides={})
@@ -107,3 +109,60 @@ def test_bm25_without_sections_is_each_chunk_alone() -> None:
 
 def _with_text(chunk: Chunk, text: str) -> Chunk:
     return dataclasses.replace(chunk, text=text)
+
+
+# --- chunk_payload: the fast copy is asdict's value, type for type ------------------------------------
+
+
+def _asdict_payload(chunk: Chunk) -> dict:
+    """The payload as `chunk_payload` built it with `dataclasses.asdict` (the reference)."""
+    payload = dataclasses.asdict(chunk)
+    payload["transcluded_from"] = []
+    payload["id"] = chunk.chunk_id
+    payload["tags"] = list(chunk.tags)
+    payload["wikilinks"] = list(chunk.wikilinks)
+    payload["external_links"] = list(chunk.external_links)
+    return payload
+
+
+def _typed(value: object) -> object:
+    """A value with the type of every container and scalar spelled out, so `==` compares types too."""
+    if isinstance(value, dict):
+        return ("dict", [(_typed(k), _typed(v)) for k, v in value.items()])
+    if isinstance(value, list | tuple):
+        return (type(value).__name__, [_typed(v) for v in value])
+    return (type(value).__name__, value)
+
+
+_TEXT = st.text(max_size=12)
+_REF = st.builds(LinkRef, _TEXT, st.sampled_from(["wikilink", "markdown", "embed"]),
+                 st.sampled_from(["resolved", "unresolved", "attachment"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(tags=st.lists(_TEXT, max_size=3), links=st.lists(_TEXT, max_size=3), urls=st.lists(_TEXT, max_size=2),
+       refs=st.lists(_REF, max_size=4), prev=st.none() | _TEXT, summary=st.none() | _TEXT,
+       area=st.none() | _TEXT)
+def test_chunk_payload_equals_the_asdict_payload(
+    tags: list[str], links: list[str], urls: list[str], refs: list[LinkRef], prev: str | None,
+    summary: str | None, area: str | None,
+) -> None:
+    chunk = dataclasses.replace(
+        make_chunk(make_note("n", "# N\n\ntext\n"), 1, 0, 4), tags=tuple(tags), wikilinks=tuple(links),
+        external_links=tuple(urls), references=tuple(refs), neighbors={"prev": prev, "next": "n#c02"},
+        summary=summary, area=area,
+    )
+    payload = chunk_payload(chunk)
+    assert _typed(payload) == _typed(_asdict_payload(chunk))
+    assert list(payload) == list(_asdict_payload(chunk))  # key order: the NDJSON bytes follow it
+    payload["neighbors"]["prev"] = "changed"
+    assert chunk.neighbors["prev"] == prev  # a copy, as asdict's: the chunk is not shared with the payload
+
+
+def test_chunk_payload_equals_the_asdict_payload_on_the_sample_vault() -> None:
+    from mindnet import Vault, chunk_note
+
+    vault = Vault(Path(__file__).resolve().parents[1] / "examples" / "vault")
+    chunks = [c for note in vault.notes for c in chunk_note(note, vault.settings, vault.resolver)]
+    assert any(c.references for c in chunks) and any(c.wikilinks for c in chunks)
+    assert [_typed(chunk_payload(c)) for c in chunks] == [_typed(_asdict_payload(c)) for c in chunks]

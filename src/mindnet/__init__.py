@@ -19,12 +19,12 @@ __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     # reading and chunking
-    "Vault": "api", "note_from_text": "api", "Note": "vault", "NoteProblem": "vault", "VaultResult": "vault",
+    "Vault": "reading", "note_from_text": "reading", "Note": "vault", "NoteProblem": "vault", "VaultResult": "vault",
     "read_vault": "vault", "Chunk": "chunking.base", "chunk_note": "chunking.pipeline", "chunk_payload": "points",
-    "group_paths": "vault_paths", "ndjson": "api", "chunk_jobs": "api",
+    "group_paths": "vault_paths", "ndjson": "reading", "chunk_jobs": "reading",
     # the index and what it returns
-    "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "api",
-    "MAX_GRAPH_DEPTH": "api", "vault_relative": "api",
+    "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "reading",
+    "MAX_GRAPH_DEPTH": "reading", "vault_relative": "api",
     "Hit": "search", "Context": "search", "Citation": "search", "SearchFilters": "search", "MODES": "search",
     "snippet": "search",
     # settings and errors
@@ -116,17 +116,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily
     from .address import ServerAddress, find_server, read_address, remove_address, socket_path, write_address
-    from .api import (
-        GRAPH_VIEWS,
-        MAX_GRAPH_DEPTH,
-        Index,
-        IndexStatus,
-        Vault,
-        chunk_jobs,
-        ndjson,
-        note_from_text,
-        vault_relative,
-    )
+    from .api import Index, IndexStatus, vault_relative
     from .chunking.base import Chunk
     from .chunking.pipeline import chunk_note
     from .config import Settings, load_settings, prepare_store_dir, store_dir
@@ -145,6 +135,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from .lint import LintRun, format_findings, parse_codes, run_lint
     from .lint import summary_line as lint_summary_line
     from .points import chunk_payload
+    from .reading import GRAPH_VIEWS, MAX_GRAPH_DEPTH, Vault, chunk_jobs, ndjson, note_from_text
     from .search import MODES, Citation, Context, Hit, SearchFilters, snippet
     from .service import Resident
     from .sync import ImportSummary, Progress

@@ -17,32 +17,41 @@ once, on first use, and closed by `close()`; the stages below it receive them re
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
 
-from .chunking.base import Chunk
-from .chunking.pipeline import check_settings, chunk_note
 from .chunking.tokens import default_tokenizer
-from .config import Settings, last_writer, load_settings, prepare_store_dir, record_writer
-from .embedding import CachedEmbedder, Embedder, EmbeddingCache, LoadAwareThreads, make_embedder
-from .errors import MindnetError, NoteError, NotFoundError, VaultNotFoundError
-from .graph import STRUCTURAL_KINDS, Edge, build_edges, edge_from_payload
-from .links import Resolver
+from .config import Settings, last_writer, prepare_store_dir, record_writer
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
+from .errors import MindnetError, NotFoundError, VaultNotFoundError
+from .graph import STRUCTURAL_KINDS, edge_from_payload
 from .markdown import parse_blocks
 from .note_cache import NoteCache
-from .points import DENSE_VECTOR, E5_VECTOR, chunk_payload
+from .points import DENSE_VECTOR, E5_VECTOR
 from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
+
+# The reading half of the API lives in `reading` (no store, no model); its names stay importable from here.
+from .reading import (  # noqa: F401 (re-exported)
+    GRAPH_VIEWS,
+    MAX_GRAPH_DEPTH,
+    PARALLEL_MIN_CHARS,
+    PARALLEL_MIN_FILES,
+    Vault,
+    chunk_jobs,
+    linked_notes,
+    ndjson,
+    note_from_text,
+    read_jobs,
+)
 from .search import Context, Hit, Searcher, fuse_hits
 from .store import Equals, Filter, Store, copy_store
 from .sync import (
@@ -58,209 +67,6 @@ from .sync import (
     store_dir,
 )
 from .text import line_of, line_starts
-from .vault import Note, NoteProblem, VaultResult, decode_note, parse_note, read_vault
-
-
-class Vault:
-    """A vault folder read once: notes, problems, the link resolver, and chunks on demand."""
-
-    def __init__(self, root: str | Path, settings: Settings | None = None, jobs: int = 1) -> None:
-        """`jobs`: processes that read the notes (0: `read_jobs` picks them from the file count and load)."""
-        self.root = Path(root).expanduser()
-        if not self.root.is_dir():  # before anything reads settings or opens a store beside it
-            raise VaultNotFoundError(str(self.root))
-        self.settings = settings or load_settings(self.root)
-        self.jobs = jobs
-        check_settings(self.settings)
-
-    @cached_property
-    def result(self) -> VaultResult:
-        return read_vault(self.root, self.settings, jobs=self.jobs or read_jobs)
-
-    def refresh(self) -> None:
-        """Forget what was read, so the next access sees the files as they are now."""
-        for name in ("result", "resolver"):
-            self.__dict__.pop(name, None)
-
-    @property
-    def notes(self) -> tuple[Note, ...]:
-        return self.result.notes
-
-    @property
-    def problems(self) -> tuple[NoteProblem, ...]:
-        return self.result.problems
-
-    @cached_property
-    def resolver(self) -> Resolver:
-        return Resolver(self.result.notes, self.result.attachments)
-
-    def note(self, ref: str) -> Note | None:
-        """A note by id, vault-relative path (with or without `.md`) or title, case-insensitive."""
-        wanted = ref.casefold().removesuffix(".md")
-        for note in self.notes:
-            if wanted in (note.note_id.casefold(), note.path.casefold().removesuffix(".md"), note.title.casefold()):
-                return note
-        resolution = self.resolver.resolve(ref)
-        if resolution.status == "resolved":
-            return next((n for n in self.notes if n.note_id == resolution.target_id), None)
-        return None
-
-    def graph(self, ref: str, view: str = "neighbors") -> list[dict[str, Any]]:
-        """Linked notes computed from the files alone, for a vault that has no store yet."""
-        note = self.note(ref)
-        if note is None:
-            raise MindnetError(f"no note {ref!r} in {self.root} (give a note id, a vault-relative path or a title)")
-        # Without chunks, body links surface as note-level references (R16's optional edges).
-        edges = build_edges(self.notes, {}, self.resolver, self.settings, note_references=True)
-        info = {n.note_id: {"path": n.path, "title": n.title} for n in self.notes}
-        return linked_notes(edges, note.note_id, view, info)
-
-    def chunks(self, notes: Iterable[Note] | None = None) -> Iterator[Chunk]:
-        """Chunks of the given notes (default: all), links resolved within this vault."""
-        for note in self.notes if notes is None else notes:
-            yield from chunk_note(note, self.settings, self.resolver)
-
-    def chunk_lines(self, notes: Sequence[Note] | None = None, jobs: int = 0) -> Iterator[tuple[Note, str, str | None]]:
-        """Each note's chunks as NDJSON (`ndjson`), in note order: (note, lines, error or None).
-
-        With more than one job (`chunk_jobs`) the notes are chunked by a pool of worker processes,
-        which also render the lines; the order stays the notes' order, so the output is the same
-        bytes as with one. A note that fails (`MindnetError`) yields its message and no lines.
-        """
-        todo = list(self.notes if notes is None else notes)
-        workers = chunk_jobs(todo, jobs)
-        if workers <= 1:
-            _chunk_worker_init(self.settings, self.resolver)
-            for note in todo:
-                yield note, *_chunk_worker(note)
-            return
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        methods = multiprocessing.get_all_start_methods()
-        # fork: workers inherit the loaded tokenizer and language model instead of loading their own.
-        context = multiprocessing.get_context("fork" if "fork" in methods else None)
-        batch = max(1, min(64, len(todo) // (workers * 8)))
-        with ProcessPoolExecutor(workers, mp_context=context, initializer=_chunk_worker_init,
-                                 initargs=(self.settings, self.resolver)) as pool:
-            for note, (lines, error) in zip(todo, pool.map(_chunk_worker, todo, chunksize=batch), strict=True):
-                yield note, lines, error
-
-    def notes_at(self, paths: Iterable[str | Path]) -> tuple[list[Note], list[NoteProblem]]:
-        """The notes of files given on a command line, as vault-relative paths."""
-        by_path = {n.path: n for n in self.notes}
-        problems_by_path = {p.path: p for p in self.problems}
-        found: list[Note] = []
-        problems: list[NoteProblem] = []
-        for raw in paths:
-            try:
-                rel = Path(raw).resolve().relative_to(self.root.resolve()).as_posix()
-            except ValueError:
-                problems.append(NoteProblem(str(raw), None, f"not inside the vault {self.root}"))
-                continue
-            if rel in by_path:
-                found.append(by_path[rel])
-            elif rel in problems_by_path:
-                problems.append(problems_by_path[rel])
-            else:
-                problems.append(NoteProblem(rel, None, "not a note of the vault (ignored or not a .md file)"))
-        return found, problems
-
-
-PARALLEL_MIN_CHARS = 2_000_000
-"""Below this much note text `chunk_jobs` picks one process: starting workers and shipping notes to
-them cost more than they save (a 500-note vault chunks in about a second)."""
-
-
-def chunk_jobs(notes: Sequence[Note], jobs: int = 0) -> int:
-    """Processes to chunk `notes` with: `jobs` when given, else one per core left idle by the
-    measured 1-minute load (`LoadAwareThreads`), and 1 for small inputs (`PARALLEL_MIN_CHARS`).
-
-    On the shared 2-core VM a second process only helps while the other programs leave a core free;
-    under load it would wait for one, so the load decides.
-    """
-    if jobs > 0:
-        return max(1, min(jobs, len(notes)))
-    if sum(len(note.fulltext) for note in notes) < PARALLEL_MIN_CHARS:
-        return 1
-    return max(1, min(LoadAwareThreads().choose(), len(notes)))
-
-
-PARALLEL_MIN_FILES = 300
-"""Below this many files `read_jobs` picks one process (a 300-note vault reads in about a second)."""
-
-
-def read_jobs(files: int) -> int:
-    """Processes to read `files` note files with: 1 for few, else as `chunk_jobs` decides from the load."""
-    return 1 if files < PARALLEL_MIN_FILES else max(1, min(LoadAwareThreads().choose(), files))
-
-
-def ndjson(chunks: Iterable[Chunk]) -> str:
-    """Chunks as `mindnet-chunk` prints them (R24): one JSON payload per line."""
-    return "".join(json.dumps(chunk_payload(c), ensure_ascii=False) + "\n" for c in chunks)
-
-
-_WORKER: tuple[Settings, Resolver] | None = None
-"""What `_chunk_worker` chunks with: set once per worker process (or in the caller, for one job)."""
-
-
-def _chunk_worker_init(settings: Settings, resolver: Resolver) -> None:
-    global _WORKER
-    _WORKER = (settings, resolver)
-
-
-def _chunk_worker(note: Note) -> tuple[str, str | None]:
-    """One note's NDJSON lines, or its error message: errors travel back as text, not tracebacks."""
-    assert _WORKER is not None
-    settings, resolver = _WORKER
-    try:
-        return ndjson(chunk_note(note, settings, resolver)), None
-    except MindnetError as exc:
-        return "", str(exc)
-
-
-GRAPH_VIEWS = ("neighbors", "references", "backlinks", "unresolved")
-MAX_GRAPH_DEPTH = 3
-"""Hops a graph walk may take: at three hops a well-linked vault already returns most of itself."""
-
-
-def linked_notes(
-    edges: Iterable[Edge], note_id: str, view: str, notes: dict[str, dict[str, Any]]
-) -> list[dict[str, Any]]:
-    """The notes one hop from `note_id`: what it links to, what links to it, or both.
-
-    Args:
-        edges: at least the note's own edges and the backlinks whose source is the note.
-        note_id: the note.
-        view: `references`, `backlinks`, `neighbors` (both), or `unresolved` (links to no note yet).
-        notes: `note_id` -> `{path, title}` of every known note, for display.
-    """
-    if view not in GRAPH_VIEWS:
-        raise MindnetError(f"unknown graph view {view!r}; one of {', '.join(GRAPH_VIEWS)}")
-    rows: dict[tuple[str, str, str], dict[str, Any]] = {}
-    for e in edges:
-        if e.kind == "backlink" and e.source_id == note_id and view in ("neighbors", "backlinks"):
-            key = (e.target_id, "backlink", "in")
-        elif e.note_id == note_id and e.kind not in STRUCTURAL_KINDS and e.kind != "backlink" and view != "backlinks":
-            if e.target_id == note_id or (view == "unresolved" and e.status != "unresolved"):
-                continue
-            key = (e.target_id, e.kind, "out")
-        else:
-            continue
-        target, kind, direction = key
-        info = notes.get(target, {})
-        rows.setdefault(
-            key,
-            {
-                "note_id": target,
-                "path": info.get("path"),
-                "title": info.get("title", target),
-                "kind": kind,
-                "status": e.status if direction == "out" else "resolved",
-                "direction": direction,
-            },
-        )
-    return sorted(rows.values(), key=lambda r: (r["direction"], r["kind"], r["title"].casefold()))
 
 
 def vault_relative(ref: str) -> str:
@@ -326,32 +132,6 @@ def _pick_section(sections: list[dict[str, Any]], wanted: str, title: str) -> di
     close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.0)
     raise NotFoundError(f"no section {wanted!r} in {title!r}; sections: {', '.join(names) or '(none)'}",
                         [{"section": name} for name in close])
-
-
-def note_from_text(text: str | bytes, settings: Settings, path: str = "<stdin>") -> Note:
-    """A note that exists only as text (stdin of `mindnet-chunk`), checked as a file's bytes would be.
-
-    Text is taken back to bytes first (the lone surrogates a lenient stdin decoder leaves become the
-    bytes they stand for), so bad input gets the same one-line report as a file with those bytes (R3).
-
-    Raises:
-        NoteError: empty input, or bytes a note file could not hold.
-    """
-    check_settings(settings)
-    raw = _as_bytes(text)
-    decoded = decode_note(raw, path, settings.max_file_bytes)
-    if not decoded.strip():
-        raise NoteError(path, "empty input", 1)
-    return parse_note(decoded.removeprefix("\ufeff"), path, settings)
-
-
-def _as_bytes(text: str | bytes) -> bytes:
-    if isinstance(text, bytes):
-        return text
-    try:
-        return text.encode("utf-8", "surrogateescape")  # U+DC80..U+DCFF: the undecodable bytes themselves
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")  # other lone surrogates: invalid UTF-8 as well
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import sys
-import traceback
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +20,10 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from . import InputError, MindnetError, NoteError, Settings, load_settings
+from . import MindnetError, Settings
+from .cli_core import DEBUG_FLAG, debug_requested, report, run_chunk, settings_for
+from .cli_core import chunk_main as cli_core_chunk_main
+from .cli_core import say as _say
 
 if TYPE_CHECKING:
     pass
@@ -45,39 +46,10 @@ GroupOpt = Annotated[str | None, typer.Option("--separator-group", help="recursi
 SepsOpt = Annotated[str | None, typer.Option("--separators", help='recursive: JSON list of regexes.')]
 
 
-DEBUG_FLAG = "--debug"
-"""Accepted anywhere on a command line (like MINDNET_DEBUG=1): show the traceback of an error."""
-
-
 @app.callback(epilog="Exit codes: 0 ok, 1 notes skipped or lint findings, 2 the command could not run. "
               "Add --debug (or set MINDNET_DEBUG=1) to see the traceback of an error.")
 def _root() -> None:
     """mindnet: your Markdown vault as a searchable knowledge network."""
-
-
-def settings_for(
-    vault: Path | None,
-    config: Path | None,
-    *,
-    store: Path | None = None,
-    strategy: str | None = None,
-    max_chunk_size: int | None = None,
-    separator_group: str | None = None,
-    separators: str | None = None,
-    **flags: Any,
-) -> Settings:
-    """Settings from the four layers (R26): flags are the top layer, recursive flags included."""
-    overrides = {k: v for k, v in flags.items() if v is not None}
-    if store is not None:
-        overrides["store_path"] = str(store)
-    if strategy is not None:
-        overrides["strategy"] = strategy
-    recursive = {"max_chunk_size": max_chunk_size, "separator_group": separator_group, "separators": separators}
-    overrides["recursive"] = {k: v for k, v in recursive.items() if v is not None}
-    settings = load_settings(vault, config, overrides=overrides)
-    for notice in settings.notices:
-        _say(f"warning: {notice}")
-    return settings
 
 
 def _remote(vault: Path, settings: Settings) -> Any:
@@ -116,11 +88,6 @@ def _needs_local_store(vault: Path, settings: Settings, what: str) -> None:
     if remote is not None:
         raise MindnetError(f"{what} needs the store, which mindnet serve holds ({remote.address.url}, "
                            f"pid {remote.address.pid}): stop it first")
-
-
-def _say(line: str) -> None:
-    """One line on stderr, never wrapped or styled: editors and CI parse `path:line: …`."""
-    sys.stderr.write(line + "\n")
 
 
 def _print_json(value: Any) -> None:
@@ -620,54 +587,22 @@ def chunk(
     jobs: JobsOpt = 0,
 ) -> None:
     """Chunk notes and print NDJSON, one chunk per line (R24)."""
-    from . import Vault, chunk_note, group_paths, note_from_text
-
     flags = {
         "strategy": strategy, "max_chunk_size": max_chunk_size,
         "separator_group": separator_group, "separators": separators,
     }
-    failed = 0
-    if not paths or paths == ["-"]:
-        settings = settings_for(vault, config, **flags)
-        try:
-            stdin: Any = getattr(sys.stdin, "buffer", sys.stdin)  # bytes, so bad input is judged like a file's
-            note = note_from_text(stdin.read(), settings)
-        except NoteError as exc:
-            where = f"{exc.path}:{exc.line}" if exc.line is not None else exc.path
-            _say(f"{where}: error: {exc.reason}")  # the line a file with the same bytes gets
-            raise typer.Exit(1) from None
-        _emit(chunk_note(note, settings))
-        return
-    # A file belongs to --vault or its own folder and must exist (lint differs on purpose, see vault_paths).
-    groups = group_paths(paths, vault, root_of=lambda path: path.parent, allow_missing_notes=False)
-    for folder, files in groups.items():
-        reader = Vault(folder, settings_for(folder, config, **flags), jobs=jobs)
-        if files is None:
-            notes, problems = list(reader.notes), list(reader.problems)
-        else:
-            notes, problems = reader.notes_at(files)
-        for problem in problems:
-            _say(problem.one_line())
-        failed += sum(1 for p in problems if p.severity == "error")
-        write = sys.stdout.write
-        for note, lines, error in reader.chunk_lines(notes, jobs):
-            if error is not None:
-                _say(f"{note.path}: error: {error}")
-                failed += 1
-            write(lines)
-    if failed:
-        raise typer.Exit(1)
+    code = run_chunk(paths, vault, config, flags, jobs)
+    if code:
+        raise typer.Exit(code)
 
 
-def _emit(chunks: list[Any]) -> None:
-    from . import ndjson
-
-    sys.stdout.write(ndjson(chunks))
-
-
-def chunk_main(argv: list[str] | None = None) -> None:
-    """`mindnet-chunk` entry point."""
+def typer_chunk_main(argv: list[str] | None = None) -> None:
+    """`mindnet-chunk` through typer: the command lines `cli_core.chunk_main` leaves to it (help, errors)."""
     _run(chunk_app, "mindnet-chunk", argv)
+
+
+chunk_main = cli_core_chunk_main
+"""`mindnet-chunk` entry point (`cli_core.chunk_main`), also reachable here for tests and programs."""
 
 
 def _run(application: typer.Typer, prog: str, argv: list[str] | None = None) -> None:
@@ -676,7 +611,7 @@ def _run(application: typer.Typer, prog: str, argv: list[str] | None = None) -> 
     `--debug` anywhere on the line (or MINDNET_DEBUG=1) adds the traceback above that line.
     """
     args = list(sys.argv[1:] if argv is None else argv)
-    debug = DEBUG_FLAG in args or os.environ.get("MINDNET_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}
+    debug = debug_requested(args)
     args = [a for a in args if a != DEBUG_FLAG]
     try:
         code = application(args=args, prog_name=prog, standalone_mode=False)
@@ -686,44 +621,5 @@ def _run(application: typer.Typer, prog: str, argv: list[str] | None = None) -> 
         if type(exc).__name__ == "NoArgsIsHelpError":  # bare `mindnet`: the help is the answer
             exc.show()  # type: ignore[attr-defined]
             sys.exit(2)
-        if debug:
-            traceback.print_exception(exc)
-        _say(error_line(exc, debug))
-        sys.exit(_exit_code(exc))
+        sys.exit(report(exc, debug))
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def error_line(exc: BaseException, debug: bool = False) -> str:
-    """`path:line: error: reason` for a bad user file, else `error: reason`, one line, never a traceback."""
-    if isinstance(exc, InputError):
-        where = f"{exc.path}:{exc.line}" if exc.line is not None else exc.path
-        return f"{where}: error: {_flat(exc.reason)}"
-    if isinstance(exc, MindnetError):
-        return f"error: {_flat(str(exc))}"
-    if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # a usage error of the option parser
-        ctx = getattr(exc, "ctx", None)
-        hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
-        return f"error: {_flat(exc.format_message())}{hint}"
-    if isinstance(exc, OSError) and exc.strerror:
-        where = f"{exc.filename}: " if exc.filename else ""
-        return f"error: {where}{exc.strerror}"
-    if isinstance(exc, typer.Abort):
-        return "error: aborted"
-    if isinstance(exc, KeyboardInterrupt):
-        return "error: interrupted"
-    if isinstance(exc, MemoryError):
-        return "error: out of memory"
-    more = "" if debug else f"; run again with {DEBUG_FLAG} for the traceback"
-    return f"error: internal error: {type(exc).__name__}: {_flat(str(exc))}{more}"
-
-
-def _exit_code(exc: BaseException) -> int:
-    if isinstance(exc, KeyboardInterrupt):
-        return 130
-    code = getattr(exc, "exit_code", None)
-    return code if isinstance(code, int) and not isinstance(exc, MindnetError) and code > 0 else 2
-
-
-def _flat(text: str) -> str:
-    """A message on one line: editors and CI read stderr line by line."""
-    return " ".join(text.split()) or "(no message)"
