@@ -27,6 +27,7 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -66,6 +67,8 @@ Progress = Callable[[str, int, int], None]
 """`progress(stage, done, total)`; the CLI draws bars from it, the library stays silent."""
 
 _WRITE_BATCH = 256
+_FIRST_BATCH = 64
+"""Chunks of an import's first batch: the encoder starts after a few notes, not after 256 chunks' worth."""
 NOTES_CACHE = "notes.sqlite"
 """Parsed notes of unchanged files in the store folder (`note_cache`): an edit reads one file."""
 
@@ -260,7 +263,11 @@ def import_vault(
     started = time.perf_counter()
     if not vault.is_dir():
         raise VaultNotFoundError(str(vault))
-    summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache)
+    warmup = _Warmup(embedder)
+    try:
+        summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache, warmup)
+    finally:
+        warmup.join()
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 
@@ -280,25 +287,28 @@ def _run(
     dry_run: bool,
     progress: Progress,
     notes_cache: NoteCache,
+    warmup: _Warmup,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     schema = StoreSchema(vectors=(VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim),))
+    opened = _Opening(store, schema)
     if dry_run:
         # A dry run writes nothing, not even the collections of a store that was never imported.
         if full or not store.check(schema):
             store = cast(Store, _NothingStored())
     elif full:
         store.reset(schema)
+    elif store.check(schema):
+        store.ensure(schema)  # indexes or vectors new to this version; nothing to do in the common case
     else:
-        # NOTE: not on a thread beside `read_vault`: a fresh store's 26 indexes are seconds of fsync
-        # that Edge's binding waits for holding the GIL (a Python thread beside it ran at 1/8 speed),
-        # so nothing would overlap; tried, and the vault read got slower by as much.
-        store.ensure(schema)
+        opened.pending = True
+        warmup.start()  # every note is new: the model will be needed, start it while the vault is read
     journal = Journal(folder)
     dirty = journal.pending()
     config_hash = chunking_hash(settings)
-    states = store.facet("notes", "sync_state")
-    result = read_vault(vault, settings, StoredLanguages(store), notes_cache)
+    stored = cast(Store, _NothingStored()) if opened.pending else store
+    states = stored.facet("notes", "sync_state")
+    result = read_vault(vault, settings, StoredLanguages(stored), notes_cache)
     if not dry_run:
         notes_cache.save()
     summary.notes_failed = result.failed
@@ -309,13 +319,15 @@ def _run(
         if (state := sync_state(n, config_hash)) in states and n.note_id not in dirty
     }
     # Stored notes that are not unchanged: changed when the vault still has their id, else deleted.
-    others = _stored_ids_except(store, set(unchanged.values()))
+    others = _stored_ids_except(stored, set(unchanged.values()))
     new = [n for n in result.notes if n.note_id not in unchanged and n.note_id not in others]
     changed = [n for n in result.notes if n.note_id not in unchanged and n.note_id in others]
     deleted = sorted((others | dirty) - set(notes_by_id))
     summary.notes_new, summary.notes_changed, summary.notes_deleted = len(new), len(changed), len(deleted)
     summary.notes_unchanged = len(result.notes) - len(new) - len(changed)
     if not (new or changed or deleted):
+        if not dry_run:
+            opened.ready()  # an empty vault's import still leaves an (empty) store behind
         summary.edges = store.count("edges")
         if dirty and not dry_run:
             journal.clear()
@@ -343,6 +355,8 @@ def _run(
             StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings, links_of
         )
 
+    if not dry_run:
+        warmup.start()  # (while the first notes are chunked)
     if dry_run:
         delta = edge_delta()
         summary.notes_relinked = len(delta.relinked)
@@ -352,11 +366,14 @@ def _run(
     first = sorted(n.note_id for n in (*new, *changed))
     journal.write(set(first) | set(deleted) | dirty)
     E5Mark(folder).clear()  # chunks are about to be rewritten without their e5 vectors
+    if deleted:
+        opened.ready()
     for note_id in deleted:
         store.delete("chunks", Filter.all(Equals("note_id", note_id)))
     context = Transcluder(resolver, notes_by_id, tokenizer, links_of) if settings.transclude_embeds else None
-    with ChunkWriter(store, embedder, settings, summary, progress, chunks_of, context) as writer:
+    with ChunkWriter(store, embedder, settings, summary, progress, chunks_of, context, opened.ready) as writer:
         writer.add([notes_by_id[i] for i in first])
+        opened.ready()  # (nothing to chunk: no batch went out)
         # The encoder keeps working on the queued batches while the edges are found and written.
         delta = edge_delta()
         summary.notes_relinked = len(delta.relinked)
@@ -381,6 +398,57 @@ def _run(
     journal.clear()
     summary.edges = store.count("edges")
     return summary
+
+
+class _Warmup:
+    """The model's start-up (`Embedder.prepare`) on a thread of its own, once an import knows it will embed.
+
+    Loading USE's onnx engine takes seconds that are mostly imports and file reads (about 1 s of CPU
+    in 3.8 s at load 40); beside the vault read they cost the import little. A failure is left for
+    the first real embedding to raise, where the import reports it as it always has. A no-op
+    import never starts it, so it still loads no model.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._prepare, name="mindnet-prepare", daemon=True)
+            self._thread.start()
+
+    def _prepare(self) -> None:
+        with contextlib.suppress(Exception):  # raised again, and reported, by the first embedding
+            self.embedder.prepare()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
+@dataclass(slots=True)
+class _Opening:
+    """A store never written, whose collections and indexes are made once the encoder has work.
+
+    A fresh Edge store's 26 payload indexes are seconds of fsync that Edge's binding waits for
+    holding the GIL: a Python thread beside it ran at 1/8 speed, so `ensure` on a thread beside
+    `read_vault` overlapped nothing (tried; the read got slower by as much). The encoder's forward
+    pass, though, runs outside the GIL. So a fresh store answers the import's reads as empty (it is)
+    and `ensure` runs right after the first batches went to the encoder, before the first write.
+    The journal still precedes every write, and `ensure` writes its schema record first, so a kill
+    at any point leaves a store the next run reads as fresh or as holding journalled notes.
+    """
+
+    store: Store
+    schema: StoreSchema
+    pending: bool = False
+
+    def ready(self) -> None:
+        """Create the store's collections and indexes if still pending (before the first write)."""
+        if self.pending:
+            self.store.ensure(self.schema)
+            self.pending = False
 
 
 class _NothingStored:
@@ -515,6 +583,16 @@ class EmbedAhead:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mindnet-embed") if self.ahead else None
         self._queue: deque[tuple[_Batch, Future[Vectors]]] = deque()
 
+    @property
+    def busy(self) -> bool:
+        """A batch is still being embedded or waits for the worker."""
+        return any(not future.done() for _, future in self._queue)
+
+    @property
+    def waiting(self) -> int:
+        """Batches submitted and not yet collected (running, queued or done)."""
+        return len(self._queue)
+
     def put(self, batch: _Batch) -> list[tuple[_Batch, Vectors]]:
         """Queue `batch`; returns the batches finished by now (waits only while more than `ahead` are out)."""
         if self._pool is None:
@@ -563,6 +641,7 @@ class ChunkWriter:
         progress: Progress,
         chunks_of: Callable[[Note], list[Chunk]],
         transcluder: Transcluder | None = None,
+        before_write: Callable[[], None] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -579,6 +658,9 @@ class ChunkWriter:
         """Ids of written notes whose note point is not known yet."""
         self._points: dict[str, PointRecord] | None = None
         self._batch = _Batch()
+        self._sent = 0
+        self._before_write = before_write
+        """Called once before the first write, when the encoder has as much work as it may queue."""
         self._ahead = EmbedAhead(embedder.embed_passages, embed_ahead(settings.embed_ahead, _spare_cores()))
         summary.encoder_ahead = self._ahead.ahead
         self._before = (getattr(embedder, "hits", 0), getattr(embedder, "misses", 0))
@@ -593,7 +675,7 @@ class ChunkWriter:
         """Chunk `notes` into batches for the encoder, writing whatever batch it has finished meanwhile."""
         self.notes += len(notes)
         for i, note in enumerate(notes, 1):
-            if len(self._batch.chunks) >= _WRITE_BATCH:
+            if len(self._batch.chunks) >= (_WRITE_BATCH if self._sent else _FIRST_BATCH):
                 self._send()  # whole notes per batch: a chunk's stored vectors depend on its section
             chunks = self.chunks_of(note)
             extra = self.transcluder.context(note, chunks) if self.transcluder is not None else {}
@@ -619,6 +701,11 @@ class ChunkWriter:
 
     def finish(self) -> None:
         """Write every batch still out (with the note points of its notes)."""
+        self._prepare()
+        if self._ahead.busy:
+            # While the encoder finishes, flush what is written: closing the store then has only the
+            # last batches left to write (it was 1.5-2.3 s of serial work after the encoder).
+            self.store.flush()
         for done, vectors in self._ahead.drain():
             self._write(done, vectors)
         hits = getattr(self.embedder, "hits", 0) - self._before[0]
@@ -630,8 +717,22 @@ class ChunkWriter:
 
     def _send(self) -> None:
         batch, self._batch = self._batch, _Batch()
-        for done, vectors in self._ahead.put(batch):
+        self._sent += 1
+        if self._ahead.waiting >= self._ahead.ahead:
+            # The encoder holds all the batches it may: what this thread would otherwise wait for
+            # runs now (a fresh store's collections and indexes), the encoder working beside it.
+            self._prepare()
+        finished = self._ahead.put(batch)
+        if finished:
+            self._prepare()
+        for done, vectors in finished:
             self._write(done, vectors)
+
+    def _prepare(self) -> None:
+        """Run `before_write` once, before the first write."""
+        if self._before_write is not None:
+            before, self._before_write = self._before_write, None
+            before()
 
     def _write(self, batch: _Batch, raw: Vectors) -> None:
         vectors = contextual_vectors(batch.chunks, raw, self.settings.dense_context)
