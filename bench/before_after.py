@@ -38,26 +38,41 @@ _RESULT = "BEFORE-AFTER "
 
 
 def _time_encoder() -> Callable[[], float]:
-    """Wrap the USE model's `embed_passages` with a wall-time counter; returns its reader.
+    """Time the USE model's `embed_passages` and `prepare` (the start-up, where the version has it).
 
-    Overlapped code calls it from a worker thread, so the sum is kept under a lock.
+    Returns a reader of the wall seconds in which the model was starting or embedding: the union of
+    those intervals, so a start-up on its own thread that the first batch waits for counts once. Old
+    code without `prepare` paid the start-up inside its first `embed_passages`, so both count it.
     """
     from mindnet import embedding
 
-    original = embedding.UseEmbedder.embed_passages
-    total = [0.0]
+    spans: list[tuple[float, float]] = []
     lock = threading.Lock()
 
-    def timed(self: Any, texts: Any) -> Any:
-        began = time.perf_counter()
-        try:
-            return original(self, texts)
-        finally:
-            with lock:
-                total[0] += time.perf_counter() - began
+    def timed(method: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return method(*args)
+            finally:
+                with lock:
+                    spans.append((began, time.perf_counter()))
+        return run
 
-    embedding.UseEmbedder.embed_passages = timed  # type: ignore[method-assign]
-    return lambda: total[0]
+    use = embedding.UseEmbedder
+    use.embed_passages = timed(use.embed_passages)  # type: ignore[method-assign]
+    if "prepare" in vars(use):
+        use.prepare = timed(use.prepare)  # type: ignore[method-assign]
+
+    def union() -> float:
+        total, reach = 0.0, float("-inf")
+        for began, ended in sorted(spans):
+            if ended > reach:
+                total += ended - max(began, reach)
+                reach = ended
+        return total
+
+    return union
 
 
 def _close(index: Any) -> None:
