@@ -86,9 +86,15 @@ def _close(index: Any) -> None:
         store.close()
 
 
-def main(src: str, vault_src: Path, import_only: bool = False) -> dict[str, Any]:
+def main(src: str, vault_src: Path, import_only: bool = False, overlap: bool = False) -> dict[str, Any]:
     sys.path.insert(0, src)
     encoder_seconds = _time_encoder()
+    if overlap:
+        import mindnet.sync
+
+        # As if the other programs were idle: the encoder on its own thread whatever the load
+        # (versions without the load gate ignore it).
+        mindnet.sync._spare_cores = lambda: float(os.cpu_count() or 1)  # type: ignore[attr-defined]
     import mindnet
     from mindnet.api import Index
     from mindnet.config import load_settings
@@ -125,7 +131,7 @@ def main(src: str, vault_src: Path, import_only: bool = False) -> dict[str, Any]
     return out
 
 
-def pairs(old: str, new: str, vault: Path, rounds: int, import_only: bool) -> None:
+def pairs(old: str, new: str, vault: Path, rounds: int, import_only: bool, overlap: bool = False) -> None:
     """Old and new alternated `rounds` times, one process each, then a table and new/old per round."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MINDNET_")}
     runs: dict[str, list[dict[str, Any]]] = {"old": [], "new": []}
@@ -133,6 +139,7 @@ def pairs(old: str, new: str, vault: Path, rounds: int, import_only: bool) -> No
         order = [("old", old), ("new", new)] if rnd % 2 == 0 else [("new", new), ("old", old)]
         for side, src in order:
             cmd = [sys.executable, __file__, src, str(vault)] + (["--import-only"] if import_only else [])
+            cmd += ["--overlap"] if overlap else []
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
             lines = [ln for ln in done.stdout.splitlines() if ln.startswith(_RESULT)]
             if done.returncode != 0 or not lines:
@@ -161,6 +168,7 @@ if __name__ == "__main__":
     parser.add_argument("src", nargs="?", help="a checkout's src folder (one run)")
     parser.add_argument("vault", type=Path)
     parser.add_argument("--import-only", action="store_true", help="no searches after the import")
+    parser.add_argument("--overlap", action="store_true", help="the encoder on its own thread whatever the load")
     parser.add_argument("--pairs", type=int, default=0, help="alternate --old and --new this many rounds")
     parser.add_argument("--old", help="the old checkout's src folder (with --pairs)")
     parser.add_argument("--new", default=str(Path(__file__).resolve().parent.parent / "src"))
@@ -168,8 +176,8 @@ if __name__ == "__main__":
     if args.pairs:
         if not args.old:
             parser.error("--pairs needs --old")
-        pairs(args.old, args.new, args.vault, args.pairs, args.import_only)
+        pairs(args.old, args.new, args.vault, args.pairs, args.import_only, args.overlap)
     else:
         if not args.src:
             parser.error("give SRC, or --pairs with --old")
-        print(_RESULT + json.dumps(main(args.src, args.vault, args.import_only)), flush=True)
+        print(_RESULT + json.dumps(main(args.src, args.vault, args.import_only, args.overlap)), flush=True)

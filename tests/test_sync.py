@@ -814,7 +814,10 @@ class _NotWhileReading:
     def read_all(self) -> None:
         return None
 
-    def done(self, note: Any) -> None:
+    def parsed(self, note: Any) -> None:
+        return None
+
+    def take_chunks(self, note: Any) -> None:
         return None
 
 

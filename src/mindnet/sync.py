@@ -348,17 +348,16 @@ def _run(
 
     def parsed_of(note: Note) -> ParsedNote:
         if note.note_id not in parsed:
-            done = early.done(note) if early is not None else None
-            parsed[note.note_id] = done[0] if done is not None else parse(note, tokenizer)
+            early_parse = early.parsed(note) if early is not None else None
+            parsed[note.note_id] = early_parse if early_parse is not None else parse(note, tokenizer)
         return parsed[note.note_id]
 
     def chunks_of(note: Note) -> list[Chunk]:
         if note.note_id not in chunk_cache:
-            done = early.done(note) if early is not None else None
-            if done is not None:  # chunked while the vault was read: only the links are new
-                note_parse, unlinked = done
-                parsed.setdefault(note.note_id, note_parse)
-                chunk_cache[note.note_id] = [attach_links(c, note_parse.links, resolver, note.path) for c in unlinked]
+            unlinked = early.take_chunks(note) if early is not None else None
+            if unlinked is not None:  # chunked while the vault was read: only the links are new
+                links = parsed_of(note).links
+                chunk_cache[note.note_id] = [attach_links(c, links, resolver, note.path) for c in unlinked]
             else:
                 chunk_cache[note.note_id] = chunk_parsed(parsed_of(note), settings, resolver, tokenizer)
         return chunk_cache[note.note_id]
@@ -465,18 +464,23 @@ class _EmbedWhileReading:
         self.tokenizer = tokenizer
         self.batches: list[_Early] = []
         self._batch = _Early()
-        self._done: dict[str, tuple[Note, ParsedNote, list[Chunk]]] = {}
+        self._parses: dict[str, tuple[Note, ParsedNote]] = {}
+        self._chunks: dict[str, list[Chunk]] = {}
 
     def __call__(self, note: Note) -> None:
         """One note just read: parse, chunk (no links yet) and batch it; a batch full goes to the encoder."""
         try:
             note_parse = parse(note, self.tokenizer)
-            chunks = chunk_parsed(note_parse, self.settings, None, self.tokenizer)
         except MindnetError:
-            return  # chunked again after the read, where its error is reported as it always was
+            return  # parsed again after the read, where its error is reported as it always was
+        self._parses[note.path] = (note, note_parse)
         if self.settings.transclude_embeds and any(_may_embed_a_note(link) for link in note_parse.links):
             return
-        self._done[note.path] = (note, note_parse, chunks)
+        try:
+            chunks = chunk_parsed(note_parse, self.settings, None, self.tokenizer)
+        except MindnetError:
+            return  # likewise
+        self._chunks[note.path] = chunks
         if self._batch.chunks >= _batch_limit(len(self.batches)):
             self._submit()
         self._batch.notes.append(note)
@@ -488,10 +492,16 @@ class _EmbedWhileReading:
         if self._batch.notes:
             self._submit()
 
-    def done(self, note: Note) -> tuple[ParsedNote, list[Chunk]] | None:
-        """The parse and link-less chunks of `note`, if it was chunked during the read with this id."""
-        found = self._done.get(note.path)
-        return (found[1], found[2]) if found is not None and found[0] is note else None
+    def parsed(self, note: Note) -> ParsedNote | None:
+        """The parse of `note` made during the read, if it is still this note (same id)."""
+        found = self._parses.get(note.path)
+        return found[1] if found is not None and found[0] is note else None
+
+    def take_chunks(self, note: Note) -> list[Chunk] | None:
+        """The link-less chunks of `note` made during the read (forgotten here: the caller keeps them linked)."""
+        if self.parsed(note) is None or note.path not in self._chunks:
+            return None
+        return self._chunks.pop(note.path)
 
     def _submit(self) -> None:
         batch, self._batch = self._batch, _Early()
