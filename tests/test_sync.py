@@ -708,3 +708,157 @@ def test_an_edit_leaves_every_stored_vector_as_a_clean_import_makes_it(tmp_path:
     sibling = next(cid for cid in clean if clean[cid][1] == before.get(cid, (None, None))[1]
                    and clean[cid][0] != before[cid][0])  # same own text and BM25, new section context
     assert sibling
+
+
+class _PreparedEmbedder(FakeEmbedder):
+    """Counts `prepare` calls: the importer starts the model on its own thread only when it will embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prepared = 0
+
+    def prepare(self) -> None:
+        self.prepared += 1
+
+
+def test_the_model_is_started_for_a_cold_import_and_not_for_a_no_op(vault: Path) -> None:
+    """Issue 18: a cold import starts the model beside the vault read; a no-op import loads no model."""
+    embedder = _PreparedEmbedder()
+    with Index(vault, Settings(), embedder=embedder) as index:
+        index.import_vault()
+    assert embedder.prepared == 1
+    again = _PreparedEmbedder()
+    with Index(vault, Settings(), embedder=again) as index:
+        summary = index.import_vault()
+    assert summary.chunks_written == 0 and again.prepared == 0 and again.calls == 0
+
+
+class _FailingStart(FakeEmbedder):
+    """A model whose start-up fails: the import must report it from the embedding, as before."""
+
+    def prepare(self) -> None:
+        raise MemoryError("no memory for the model")
+
+
+def test_a_failing_model_start_only_costs_the_start(vault: Path) -> None:
+    """The start-up's own error is not the import's: the first embedding runs (and would report) as always."""
+    with Index(vault, Settings(), embedder=_FailingStart()) as index:
+        summary = index.import_vault()
+    assert summary.chunks_written == summary.chunks_embedded > 0
+
+
+@pytest.mark.parametrize("ahead", [0, 2])
+def test_a_fresh_store_is_made_once_the_encoder_has_work_and_before_the_first_write(
+    vault: Path, monkeypatch: pytest.MonkeyPatch, ahead: int
+) -> None:
+    """Issue 18: a fresh store's collections and indexes are made after the first batch went to the
+    encoder (with it ahead, while it works) and before any point is written; the store is complete."""
+    import mindnet.sync
+
+    events: list[str] = []
+
+    def spy(cls: Any, name: str) -> None:
+        original = getattr(cls, name)
+
+        def logged(self: Any, *args: Any, **kwargs: Any) -> Any:
+            events.append(name)
+            return original(self, *args, **kwargs)
+
+        monkeypatch.setattr(cls, name, logged)
+
+    spy(mindnet.sync.EmbedAhead, "submit")
+    spy(EdgeStore, "ensure")
+    spy(EdgeStore, "upsert")
+    spy(EdgeStore, "delete")
+    monkeypatch.setattr(mindnet.sync, "_WRITE_BATCH", 3)
+    monkeypatch.setattr(mindnet.sync, "_spare_cores", lambda: 2.0)
+    with Index(vault, Settings(embed_ahead=ahead), embedder=FakeEmbedder()) as index:
+        summary = index.import_vault()
+    assert events.count("ensure") == 1
+    first_write = min(events.index(w) for w in ("upsert", "delete") if w in events)
+    assert events.index("ensure") < first_write
+    # Batches went to the encoder while the vault was read, before the store was made.
+    assert events[: events.index("ensure")].count("submit") >= 2
+    assert summary.chunks_written > 0 and payloads(vault)["chunks"]
+    assert snapshot(vault) == snapshot_of_fresh_in_line(vault)
+
+
+def snapshot_of_fresh_in_line(vault: Path) -> dict[str, dict[str, str]]:
+    """The store a plain in-line import of a copy of `vault` makes."""
+    copy = vault.parent / f"{vault.name}-in-line"
+    shutil.copytree(vault, copy, ignore=shutil.ignore_patterns(".mindnet"))
+    with Index(copy, Settings(embed_ahead=0), embedder=FakeEmbedder()) as index:
+        index.import_vault()
+    return snapshot(copy)
+
+
+def test_an_empty_vault_still_leaves_a_store(tmp_path: Path) -> None:
+    """A fresh store is made lazily, but an import of a vault with no notes still records it."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with Index(empty, Settings(), embedder=FakeEmbedder()) as index:
+        summary = index.import_vault()
+        assert summary.notes_new == 0
+        assert index.store().meta() is not None
+
+
+class _NotWhileReading:
+    """Stands in for `sync._EmbedWhileReading`: nothing is chunked or embedded during the read."""
+
+    def __init__(self, *args: Any) -> None:
+        self.batches: list[Any] = []
+
+    def __call__(self, note: Any) -> None:
+        return None
+
+    def read_all(self) -> None:
+        return None
+
+    def parsed(self, note: Any) -> None:
+        return None
+
+    def take_chunks(self, note: Any) -> None:
+        return None
+
+
+def _tricky_vault(root: Path) -> Path:
+    """The sample vault plus what makes ids or model inputs change after the read: a clashing
+    explicit id, colliding default ids, note and image embeds, and a file that fails to read."""
+    shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".mindnet"))
+    for folder in ("a", "b"):
+        (root / folder).mkdir()
+        (root / folder / "index.md").write_text(f"# Index {folder}\n\nThe {folder} folder's own index note.\n", "utf-8")
+    (root / "twin-one.md").write_text("---\nid: twin\n---\n# One\n\nThe first twin keeps the id.\n", "utf-8")
+    (root / "twin-two.md").write_text("---\nid: twin\n---\n# Two\n\nThe second twin is skipped.\n", "utf-8")
+    (root / "host.md").write_text("# Host\n\nBefore the embed.\n\n![[a/index]]\n\nAfter it. ![](pic.png)\n", "utf-8")
+    (root / "broken.md").write_bytes(b"---\nid: [unclosed\n---\nbody\n")
+    return root
+
+
+@pytest.mark.parametrize("ahead", [0, 2])
+def test_embedding_while_the_vault_is_read_makes_the_store_a_plain_import_makes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ahead: int
+) -> None:
+    """Issue 18: a fresh store's notes go to the encoder as they are read; the store, vectors included,
+    equals that of an import that chunks only after the whole vault is read, and nothing is embedded twice."""
+    import mindnet.sync
+
+    monkeypatch.setattr(mindnet.sync, "_WRITE_BATCH", 3)  # batches across notes, the clashing ones among them
+    monkeypatch.setattr(mindnet.sync, "_spare_cores", lambda: 2.0)
+    early = _tricky_vault(tmp_path / "early")
+    plain = tmp_path / "plain"
+    shutil.copytree(early, plain)  # file times kept: they are in the payloads
+    embedder = FakeEmbedder()
+    with Index(early, Settings(embed_ahead=ahead), embedder=embedder) as index:
+        summary = index.import_vault()
+    with monkeypatch.context() as patch:
+        patch.setattr(mindnet.sync, "_EmbedWhileReading", _NotWhileReading)
+        with Index(plain, Settings(embed_ahead=ahead), embedder=FakeEmbedder()) as index:
+            reference = index.import_vault()
+    assert differences(payloads(early), payloads(plain)) == []
+    assert _chunk_vectors(early) == _chunk_vectors(plain)
+    assert summary.notes_failed == reference.notes_failed >= 2  # the broken file and the second twin
+    assert summary.chunks_written == reference.chunks_written == reference.chunks_embedded
+    # The model saw each text once (a batch dropped after the read finds its texts in the cache),
+    # and the skipped twin's one chunk is the only text embedded and not stored.
+    assert embedder.calls == summary.chunks_embedded == reference.chunks_embedded + 1

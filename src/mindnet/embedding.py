@@ -87,6 +87,14 @@ class Embedder(ABC):
     def count_tokens(self, text: str) -> int:
         """Tokens the model sees for `text`, BOS/EOS included."""
 
+    def prepare(self) -> None:
+        """Load what the first embedding would load (weights, engine); safe beside `embed_passages`.
+
+        An import calls it on a thread of its own while it reads the vault, so the model's start-up
+        (seconds of imports and file reads, mostly waiting) is not on the import's critical path.
+        """
+        return None
+
 
 def _normalise_rows(vectors: npt.ArrayLike) -> Vectors:
     out = np.asarray(vectors, dtype=np.float32)
@@ -279,6 +287,12 @@ class UseEmbedder(LocalEmbedder):
             log.debug("USE %s engine: %d thread(s) for the forward pass (load %.2f, this process %.2f, %d cores)",
                       self.engine, self._threads, self._load.load or 0.0, self._load.own_load(), self._load.cpus)
         return self._threads
+
+    def prepare(self) -> None:
+        """The tokenizer, and the onnx graph and session built (`packaged` loads its weights on use)."""
+        tokenizer = self._tokenizer()
+        if self.engine == "onnx":
+            self._fast(tokenizer)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         out = np.empty((len(texts), _USE_DIM), dtype=np.float32)
@@ -503,6 +517,9 @@ class WrappedEmbedder(Embedder):
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         return self.inner.embed_passages(texts)
+
+    def prepare(self) -> None:
+        self.inner.prepare()
 
 
 class CachedEmbedder(WrappedEmbedder):

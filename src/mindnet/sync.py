@@ -27,9 +27,10 @@ import fcntl
 import json
 import os
 import socket
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,11 +39,11 @@ from typing import Any, cast
 
 from . import store as store_module
 from .chunking.base import Chunk
-from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, chunk_parsed, parse
-from .chunking.tokens import default_tokenizer
+from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, attach_links, chunk_parsed, parse
+from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings, prepare_store_dir, store_dir
 from .embedding import Embedder, Vectors, load_average
-from .errors import StoreError, VaultNotFoundError
+from .errors import MindnetError, StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, EdgeDelta, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Link, Resolver
 from .note_cache import NoteCache
@@ -66,6 +67,8 @@ Progress = Callable[[str, int, int], None]
 """`progress(stage, done, total)`; the CLI draws bars from it, the library stays silent."""
 
 _WRITE_BATCH = 256
+_FIRST_BATCH = 64
+"""Chunks of an import's first batch: the encoder starts after a few notes, not after 256 chunks' worth."""
 NOTES_CACHE = "notes.sqlite"
 """Parsed notes of unchanged files in the store folder (`note_cache`): an edit reads one file."""
 
@@ -260,7 +263,14 @@ def import_vault(
     started = time.perf_counter()
     if not vault.is_dir():
         raise VaultNotFoundError(str(vault))
-    summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache)
+    warmup = _Warmup(embedder)
+    ahead = EmbedAhead(embedder.embed_passages, embed_ahead(settings.embed_ahead, _spare_cores()))
+    try:
+        summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache,
+                       warmup, ahead)
+    finally:
+        ahead.close()
+        warmup.join()
     summary.seconds = round(time.perf_counter() - started, 3)
     return summary
 
@@ -280,25 +290,35 @@ def _run(
     dry_run: bool,
     progress: Progress,
     notes_cache: NoteCache,
+    warmup: _Warmup,
+    ahead: EmbedAhead,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     schema = StoreSchema(vectors=(VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim),))
+    opened = _Opening(store, schema)
     if dry_run:
         # A dry run writes nothing, not even the collections of a store that was never imported.
         if full or not store.check(schema):
             store = cast(Store, _NothingStored())
     elif full:
         store.reset(schema)
+    elif store.check(schema):
+        store.ensure(schema)  # indexes or vectors new to this version; nothing to do in the common case
     else:
-        # NOTE: not on a thread beside `read_vault`: a fresh store's 26 indexes are seconds of fsync
-        # that Edge's binding waits for holding the GIL (a Python thread beside it ran at 1/8 speed),
-        # so nothing would overlap; tried, and the vault read got slower by as much.
-        store.ensure(schema)
+        opened.pending = True
+        warmup.start()  # every note is new: the model will be needed, start it while the vault is read
     journal = Journal(folder)
     dirty = journal.pending()
     config_hash = chunking_hash(settings)
-    states = store.facet("notes", "sync_state")
-    result = read_vault(vault, settings, StoredLanguages(store), notes_cache)
+    stored = cast(Store, _NothingStored()) if opened.pending else store
+    states = stored.facet("notes", "sync_state")
+    tokenizer = default_tokenizer()
+    counted_from = _embedder_counts(embedder)
+    # Every note of a fresh store is new: chunk and embed each as soon as it is read (issue 18).
+    early = _EmbedWhileReading(ahead, settings, tokenizer) if opened.pending and not dry_run else None
+    result = read_vault(vault, settings, StoredLanguages(stored), notes_cache, on_note=early)
+    if early is not None:
+        early.read_all()
     if not dry_run:
         notes_cache.save()
     summary.notes_failed = result.failed
@@ -309,30 +329,37 @@ def _run(
         if (state := sync_state(n, config_hash)) in states and n.note_id not in dirty
     }
     # Stored notes that are not unchanged: changed when the vault still has their id, else deleted.
-    others = _stored_ids_except(store, set(unchanged.values()))
+    others = _stored_ids_except(stored, set(unchanged.values()))
     new = [n for n in result.notes if n.note_id not in unchanged and n.note_id not in others]
     changed = [n for n in result.notes if n.note_id not in unchanged and n.note_id in others]
     deleted = sorted((others | dirty) - set(notes_by_id))
     summary.notes_new, summary.notes_changed, summary.notes_deleted = len(new), len(changed), len(deleted)
     summary.notes_unchanged = len(result.notes) - len(new) - len(changed)
     if not (new or changed or deleted):
+        if not dry_run:
+            opened.ready()  # an empty vault's import still leaves an (empty) store behind
         summary.edges = store.count("edges")
         if dirty and not dry_run:
             journal.clear()
         return summary
     resolver = Resolver(result.notes, result.attachments)
-    tokenizer = default_tokenizer()
     chunk_cache: dict[str, list[Chunk]] = {}
     parsed: dict[str, ParsedNote] = {}
 
     def parsed_of(note: Note) -> ParsedNote:
         if note.note_id not in parsed:
-            parsed[note.note_id] = parse(note, tokenizer)
+            early_parse = early.parsed(note) if early is not None else None
+            parsed[note.note_id] = early_parse if early_parse is not None else parse(note, tokenizer)
         return parsed[note.note_id]
 
     def chunks_of(note: Note) -> list[Chunk]:
         if note.note_id not in chunk_cache:
-            chunk_cache[note.note_id] = chunk_parsed(parsed_of(note), settings, resolver, tokenizer)
+            unlinked = early.take_chunks(note) if early is not None else None
+            if unlinked is not None:  # chunked while the vault was read: only the links are new
+                links = parsed_of(note).links
+                chunk_cache[note.note_id] = [attach_links(c, links, resolver, note.path) for c in unlinked]
+            else:
+                chunk_cache[note.note_id] = chunk_parsed(parsed_of(note), settings, resolver, tokenizer)
         return chunk_cache[note.note_id]
 
     def links_of(note: Note) -> tuple[Link, ...]:
@@ -343,6 +370,8 @@ def _run(
             StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings, links_of
         )
 
+    if not dry_run:
+        warmup.start()  # (while the first notes are chunked)
     if dry_run:
         delta = edge_delta()
         summary.notes_relinked = len(delta.relinked)
@@ -352,12 +381,18 @@ def _run(
     first = sorted(n.note_id for n in (*new, *changed))
     journal.write(set(first) | set(deleted) | dirty)
     E5Mark(folder).clear()  # chunks are about to be rewritten without their e5 vectors
+    if deleted:
+        opened.ready()
     for note_id in deleted:
         store.delete("chunks", Filter.all(Equals("note_id", note_id)))
     context = Transcluder(resolver, notes_by_id, tokenizer, links_of) if settings.transclude_embeds else None
-    with ChunkWriter(store, embedder, settings, summary, progress, chunks_of, context) as writer:
-        writer.add([notes_by_id[i] for i in first])
-        # The encoder keeps working on the queued batches while the edges are found and written.
+    with ChunkWriter(store, embedder, settings, summary, progress, chunks_of, context, opened.ready,
+                     ahead=ahead, counted_from=counted_from) as writer:
+        if early is None:
+            writer.add([notes_by_id[i] for i in first])
+        # The encoder keeps working on the queued batches (with `early`: every batch read so far)
+        # while the store is made, if fresh, and the edges are found and written.
+        opened.ready()
         delta = edge_delta()
         summary.notes_relinked = len(delta.relinked)
         summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
@@ -368,11 +403,17 @@ def _run(
         rewrite = {*first, *relinked}
         neighbor_ids = sorted(rewrite | (delta.neighbors_changed & set(notes_by_id)))
         neighbors = _neighbors(store, neighbor_ids)  # the edges are all written: read them once, now
-        writer.add([notes_by_id[i] for i in relinked])
-        writer.commit([
+        points = [
             note_point(notes_by_id[i], config_hash, len(chunks_of(notes_by_id[i])), neighbors[i], settings.neighbors)
             for i in neighbor_ids
-        ], rewrite)
+        ]
+        if early is not None:
+            writer.commit(points, rewrite)  # each note's point follows its chunks, batch by batch
+            sent = writer.add_embedded(early.batches, {i: notes_by_id[i] for i in first})
+            writer.add([notes_by_id[i] for i in first if i not in sent])
+        writer.add([notes_by_id[i] for i in relinked])
+        if early is None:
+            writer.commit(points, rewrite)
         writer.finish()
     store.delete_ids("notes", deleted)
     progress("optimize", 0, 1)
@@ -381,6 +422,149 @@ def _run(
     journal.clear()
     summary.edges = store.count("edges")
     return summary
+
+
+def _batch_limit(sent: int) -> int:
+    """Chunks that close a batch: few in the first, so the encoder starts after a few notes."""
+    return _WRITE_BATCH if sent else min(_FIRST_BATCH, _WRITE_BATCH)
+
+
+def _embedder_counts(embedder: Embedder) -> tuple[int, int]:
+    """The text-hash cache's hits and misses so far (0, 0 for an embedder without a cache)."""
+    return int(getattr(embedder, "hits", 0)), int(getattr(embedder, "misses", 0))
+
+
+@dataclass(slots=True)
+class _Early:
+    """Whole notes chunked and sent to the encoder while the vault was still being read."""
+
+    notes: list[Note] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    chunks: int = 0
+    vectors: Future[Vectors] | None = None
+
+
+class _EmbedWhileReading:
+    """A fresh store's notes, chunked and handed to the encoder as `read_vault` reads them (issue 18).
+
+    Reading, parsing and language detection of a whole vault took 4-9 s before the first chunk
+    reached the encoder. Every note of a fresh store is new, and what the model sees of a chunk
+    (its text, note title and section) does not depend on the other notes, so the encoder can start
+    after the first few files. What does depend on them is added later: links are attached to the
+    chunks once the vault is read, and `ChunkWriter.add_embedded` checks every batch against what
+    `add` would send now (ids made unique, embedded notes' text), using the vectors only if equal.
+    Notes that may embed other notes are left out (their text needs the notes they embed). Nothing
+    is written before the read ends: the journal still comes first. Batches are the same whether
+    the encoder runs on its thread or in line (`submit`), so both make the same store.
+    """
+
+    def __init__(self, ahead: EmbedAhead, settings: Settings, tokenizer: Tokenizer) -> None:
+        self.ahead = ahead
+        self.settings = settings
+        self.tokenizer = tokenizer
+        self.batches: list[_Early] = []
+        self._batch = _Early()
+        self._parses: dict[str, tuple[Note, ParsedNote]] = {}
+        self._chunks: dict[str, list[Chunk]] = {}
+
+    def __call__(self, note: Note) -> None:
+        """One note just read: parse, chunk (no links yet) and batch it; a batch full goes to the encoder."""
+        try:
+            note_parse = parse(note, self.tokenizer)
+        except MindnetError:
+            return  # parsed again after the read, where its error is reported as it always was
+        self._parses[note.path] = (note, note_parse)
+        if self.settings.transclude_embeds and any(_may_embed_a_note(link) for link in note_parse.links):
+            return
+        try:
+            chunks = chunk_parsed(note_parse, self.settings, None, self.tokenizer)
+        except MindnetError:
+            return  # likewise
+        self._chunks[note.path] = chunks
+        if self._batch.chunks >= _batch_limit(len(self.batches)):
+            self._submit()
+        self._batch.notes.append(note)
+        self._batch.texts.extend(embedding_input(chunk, self.settings) for chunk in chunks)
+        self._batch.chunks += len(chunks)
+
+    def read_all(self) -> None:
+        """The vault is read: the last batch goes too."""
+        if self._batch.notes:
+            self._submit()
+
+    def parsed(self, note: Note) -> ParsedNote | None:
+        """The parse of `note` made during the read, if it is still this note (same id)."""
+        found = self._parses.get(note.path)
+        return found[1] if found is not None and found[0] is note else None
+
+    def take_chunks(self, note: Note) -> list[Chunk] | None:
+        """The link-less chunks of `note` made during the read (forgotten here: the caller keeps them linked)."""
+        if self.parsed(note) is None or note.path not in self._chunks:
+            return None
+        return self._chunks.pop(note.path)
+
+    def _submit(self) -> None:
+        batch, self._batch = self._batch, _Early()
+        batch.vectors = self.ahead.submit(batch.texts)
+        self.batches.append(batch)
+
+
+def _may_embed_a_note(link: Link) -> bool:
+    """An embed whose target may be a note (`![[x]]`, `![](x.md)`), not an image or other attachment."""
+    if link.kind != "embed" or link.is_url:
+        return False
+    return Path(link.target).suffix.lower() in ("", ".md")
+
+
+class _Warmup:
+    """The model's start-up (`Embedder.prepare`) on a thread of its own, once an import knows it will embed.
+
+    Loading USE's onnx engine takes seconds that are mostly imports and file reads (about 1 s of CPU
+    in 3.8 s at load 40); beside the vault read they cost the import little. A failure is left for
+    the first real embedding to raise, where the import reports it as it always has. A no-op
+    import never starts it, so it still loads no model.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._prepare, name="mindnet-prepare", daemon=True)
+            self._thread.start()
+
+    def _prepare(self) -> None:
+        with contextlib.suppress(Exception):  # raised again, and reported, by the first embedding
+            self.embedder.prepare()
+
+    def join(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+
+@dataclass(slots=True)
+class _Opening:
+    """A store never written, whose collections and indexes are made once the encoder has work.
+
+    A fresh Edge store's 26 payload indexes are seconds of fsync that Edge's binding waits for
+    holding the GIL: a Python thread beside it ran at 1/8 speed, so `ensure` on a thread beside
+    `read_vault` overlapped nothing (tried; the read got slower by as much). The encoder's forward
+    pass, though, runs outside the GIL. So a fresh store answers the import's reads as empty (it is)
+    and `ensure` runs right after the first batches went to the encoder, before the first write.
+    The journal still precedes every write, and `ensure` writes its schema record first, so a kill
+    at any point leaves a store the next run reads as fresh or as holding journalled notes.
+    """
+
+    store: Store
+    schema: StoreSchema
+    pending: bool = False
+
+    def ready(self) -> None:
+        """Create the store's collections and indexes if still pending (before the first write)."""
+        if self.pending:
+            self.store.ensure(self.schema)
+            self.pending = False
 
 
 class _NothingStored:
@@ -515,11 +699,33 @@ class EmbedAhead:
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="mindnet-embed") if self.ahead else None
         self._queue: deque[tuple[_Batch, Future[Vectors]]] = deque()
 
-    def put(self, batch: _Batch) -> list[tuple[_Batch, Vectors]]:
-        """Queue `batch`; returns the batches finished by now (waits only while more than `ahead` are out)."""
+    @property
+    def busy(self) -> bool:
+        """A batch is still being embedded or waits for the worker."""
+        return any(not future.done() for _, future in self._queue)
+
+    @property
+    def waiting(self) -> int:
+        """Batches submitted and not yet collected (running, queued or done)."""
+        return len(self._queue)
+
+    def submit(self, texts: Sequence[str]) -> Future[Vectors]:
+        """Embed `texts` on the worker (in line: now), for a batch `put` later with this future."""
+        if self._pool is not None:
+            return self._pool.submit(self._embed, texts)
+        future: Future[Vectors] = Future()
+        try:
+            future.set_result(self._embed(texts))
+        except Exception as exc:  # raised by the `put` that collects it, as the worker's would be
+            future.set_exception(exc)
+        return future
+
+    def put(self, batch: _Batch, vectors: Future[Vectors] | None = None) -> list[tuple[_Batch, Vectors]]:
+        """Queue `batch`, or its `vectors` from `submit`; returns the batches finished by now (waits
+        only while more than `ahead` are out)."""
         if self._pool is None:
-            return [(batch, self._embed(batch.texts))]
-        self._queue.append((batch, self._pool.submit(self._embed, batch.texts)))
+            return [(batch, vectors.result() if vectors is not None else self._embed(batch.texts))]
+        self._queue.append((batch, vectors or self._pool.submit(self._embed, batch.texts)))
         done: list[tuple[_Batch, Vectors]] = []
         while self._queue and (len(self._queue) > self.ahead or self._queue[0][1].done()):
             queued, future = self._queue[0]
@@ -563,6 +769,10 @@ class ChunkWriter:
         progress: Progress,
         chunks_of: Callable[[Note], list[Chunk]],
         transcluder: Transcluder | None = None,
+        before_write: Callable[[], None] | None = None,
+        *,
+        ahead: EmbedAhead | None = None,
+        counted_from: tuple[int, int] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -579,9 +789,13 @@ class ChunkWriter:
         """Ids of written notes whose note point is not known yet."""
         self._points: dict[str, PointRecord] | None = None
         self._batch = _Batch()
-        self._ahead = EmbedAhead(embedder.embed_passages, embed_ahead(settings.embed_ahead, _spare_cores()))
+        self._sent = 0
+        self._before_write = before_write
+        """Called once before the first write, when the encoder has as much work as it may queue."""
+        self._ahead = ahead or EmbedAhead(embedder.embed_passages, embed_ahead(settings.embed_ahead, _spare_cores()))
         summary.encoder_ahead = self._ahead.ahead
-        self._before = (getattr(embedder, "hits", 0), getattr(embedder, "misses", 0))
+        self._before = counted_from or _embedder_counts(embedder)
+        """The embedder's hits and misses before this import's first embedding (maybe during the read)."""
 
     def __enter__(self) -> ChunkWriter:
         return self
@@ -593,21 +807,48 @@ class ChunkWriter:
         """Chunk `notes` into batches for the encoder, writing whatever batch it has finished meanwhile."""
         self.notes += len(notes)
         for i, note in enumerate(notes, 1):
-            if len(self._batch.chunks) >= _WRITE_BATCH:
+            if len(self._batch.chunks) >= _batch_limit(self._sent):
                 self._send()  # whole notes per batch: a chunk's stored vectors depend on its section
-            chunks = self.chunks_of(note)
-            extra = self.transcluder.context(note, chunks) if self.transcluder is not None else {}
-            for chunk in chunks:
-                transcluded = extra.get(chunk.chunk_id, ())
-                self._batch.chunks.append(chunk)
-                self._batch.texts.append(embedding_input(chunk, self.settings, transcluded))
-                if transcluded:
-                    self._batch.extra[chunk.chunk_id] = transcluded
-            self._batch.notes.append(note)
+            self._append(self._batch, note)
             if i % 50 == 0 or i == len(notes):
                 self.progress("chunk", self.notes - len(notes) + i, self.notes)
         if self._batch.chunks or self._batch.notes:
             self._send()  # the encoder need not wait for the next notes (after the edges, or none)
+
+    def add_embedded(self, batches: Sequence[_Early], wanted: Mapping[str, Note]) -> set[str]:
+        """Send on the batches embedded while the vault was read, each as the same batch `add` would
+        build now; returns the ids of the notes sent.
+
+        A batch goes on only if every note is still to be written (ids are made unique after the
+        read) and its texts are exactly what the model sees now (an embed's text needs the whole
+        vault); otherwise its notes are left for `add` and its vectors are not used.
+        """
+        sent: set[str] = set()
+        for early in batches:
+            if not all(wanted.get(n.note_id) is n for n in early.notes):
+                continue  # a note skipped, or given another id, when ids were made unique
+            batch = _Batch()
+            for note in early.notes:
+                self._append(batch, note)
+            if batch.texts != early.texts:
+                continue
+            self.notes += len(early.notes)
+            self.progress("chunk", self.notes, self.notes)
+            self._send(batch, early.vectors)
+            sent.update(n.note_id for n in early.notes)
+        return sent
+
+    def _append(self, batch: _Batch, note: Note) -> None:
+        """A whole note's chunks and model inputs into `batch`."""
+        chunks = self.chunks_of(note)
+        extra = self.transcluder.context(note, chunks) if self.transcluder is not None else {}
+        for chunk in chunks:
+            transcluded = extra.get(chunk.chunk_id, ())
+            batch.chunks.append(chunk)
+            batch.texts.append(embedding_input(chunk, self.settings, transcluded))
+            if transcluded:
+                batch.extra[chunk.chunk_id] = transcluded
+        batch.notes.append(note)
 
     def commit(self, points: Sequence[PointRecord], rewritten: set[str]) -> None:
         """The note points of this import: those of notes not rewritten go now, the others each once
@@ -619,19 +860,39 @@ class ChunkWriter:
 
     def finish(self) -> None:
         """Write every batch still out (with the note points of its notes)."""
+        self._prepare()
+        if self._ahead.busy:
+            # While the encoder finishes, flush what is written: closing the store then has only the
+            # last batches left to write (it was 1.5-2.3 s of serial work after the encoder).
+            self.store.flush()
         for done, vectors in self._ahead.drain():
             self._write(done, vectors)
-        hits = getattr(self.embedder, "hits", 0) - self._before[0]
-        misses = getattr(self.embedder, "misses", 0) - self._before[1]
+        hits, misses = (now - before for now, before in zip(_embedder_counts(self.embedder), self._before, strict=True))
         self.summary.chunks_embedded += misses
         self.summary.chunks_reused += hits
         self.summary.encoder_threads = _encoder_threads(self.embedder)
         assert not (self._points or self._waiting), "every rewritten note's point is written after its chunks"
 
-    def _send(self) -> None:
-        batch, self._batch = self._batch, _Batch()
-        for done, vectors in self._ahead.put(batch):
+    def _send(self, batch: _Batch | None = None, vectors: Future[Vectors] | None = None) -> None:
+        """Hand a batch (the one being filled, by default) to the encoder, or its vectors if embedded already."""
+        if batch is None:
+            batch, self._batch = self._batch, _Batch()
+        self._sent += 1
+        if self._ahead.waiting >= self._ahead.ahead:
+            # The encoder holds all the batches it may: what this thread would otherwise wait for
+            # runs now (a fresh store's collections and indexes), the encoder working beside it.
+            self._prepare()
+        finished = self._ahead.put(batch, vectors)
+        if finished:
+            self._prepare()
+        for done, vectors in finished:
             self._write(done, vectors)
+
+    def _prepare(self) -> None:
+        """Run `before_write` once, before the first write."""
+        if self._before_write is not None:
+            before, self._before_write = self._before_write, None
+            before()
 
     def _write(self, batch: _Batch, raw: Vectors) -> None:
         vectors = contextual_vectors(batch.chunks, raw, self.settings.dense_context)

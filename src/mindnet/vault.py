@@ -133,6 +133,7 @@ def read_vault(
     known_langs: KnownLanguages | None = None,
     cache: ReadCache | None = None,
     jobs: int | Callable[[int], int] = 1,
+    on_note: Callable[[Note], None] | None = None,
 ) -> VaultResult:
     """Read every note of a vault; bad files become problems, never exceptions (R1, R3).
 
@@ -147,6 +148,9 @@ def read_vault(
         jobs: worker processes that read and parse the files, or a function of the number of
             files that picks them; only without `known_langs` and `cache`, whose lookups stay in
             this process. Results keep the files' order either way.
+        on_note: called with each note as soon as it is read, in the files' order, before ids are
+            made unique (a note may still lose or change its id): the import starts chunking and
+            embedding a fresh store's notes while the rest of the vault is read.
     """
     settings = settings or Settings()
     root_path = Path(root)
@@ -165,6 +169,8 @@ def read_vault(
             problems.append(outcome)
         else:
             read.append(outcome)
+            if on_note is not None:
+                on_note(outcome)
     notes, duplicates = assign_ids(read)
     problems.extend(duplicates)
     problems.sort(key=lambda p: (p.path, p.line or 0))

@@ -143,6 +143,9 @@ class Store(ABC):
     def optimize(self) -> None:
         """Build HNSW and merge segments; call after bulk writes (Edge indexes nothing before)."""
 
+    def flush(self) -> None:  # noqa: B027 - optional: a server store writes through, nothing to do
+        """Write what is buffered to disk now, so that `close` has less left to do (Edge; a server: nothing)."""
+
     @abstractmethod
     def close(self) -> None:
         """Flush and release the store (Edge: its WAL locks); the object is unusable afterwards."""

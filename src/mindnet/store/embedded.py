@@ -175,6 +175,10 @@ class EdgeStore(Store):
         for shard in self._shards.values():
             shard.optimize()
 
+    def flush(self) -> None:
+        for shard in self._shards.values():
+            shard.flush()
+
     def close(self) -> None:
         shards, self._shards = self._shards, {}
         for shard in shards.values():
