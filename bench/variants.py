@@ -15,7 +15,8 @@ the real store, and BM25 and cosine are recomputed here in numpy/dicts, per note
 * `dense (max + sum)`: a note scores its best chunk's cosine plus a share of its others'.
 * `title/alias`: notes whose title or an alias occurs in the query, by the share of its words.
 * `dense (ctx …)`: other stored vectors, made from each chunk's own vector (`raw_vectors`) and its
-  H2 section, note or neighbours; `ctx note K=60` is the import's own (`points.contextual_vectors`).
+  H2 section, note or neighbours; `ctx section 0.25` is the import's default, `note K=…` its opt-in
+  `dense_note_tokens` (`points.contextual_vectors`).
 
 The BM25 here reproduces the engine's: Edge's `Bm25` document weights (k=1.2, b, avg_len) and the
 IDF modifier `ln(1 + (N - n + 0.5) / (n + 0.5))` over the documents of the list.
@@ -188,7 +189,7 @@ def load_view(searcher: Searcher) -> CorpusView:
 CONTEXT_ALPHAS = (0.25, 0.5, 1.0)
 """Weights of the context mean added to a chunk's own vector (`dense (ctx <scope> α)` variants)."""
 CONTEXT_TOKENS = (25, 40, 60, 100, 150)
-"""K of the product's length-weighted note context (`dense (ctx note K=…)`, `points.contextual_vectors`)."""
+"""K of the product's length-weighted note context (`dense (ctx note K=…)`, `Settings.dense_note_tokens`)."""
 CONTEXT_BETAS = (0.5, 1.0)
 """Weights of the H2 section's BM25 document added to a chunk's own (`bm25 (chunk + β section)`)."""
 
@@ -215,7 +216,8 @@ def context_vectors(chunks: Sequence[object], vecs: npt.NDArray[np.float32],
 
     `<scope> α`: unit(v + α · unit(mean of the scope's vectors)), scopes the chunk's H2 section,
     its whole note, and its neighbours (previous, itself, next) in reading order. `note K=…`: the
-    product's mix (`points.contextual_vectors`), the note's mean weighted K / (chunk tokens).
+    product's opt-in mix (`points.contextual_vectors`), the note's mean weighted K / (chunk tokens),
+    alone and beside the default section mix.
     No model call: the context comes from the chunks' own vectors.
     """
     ids = [p.id for p in chunks]  # type: ignore[attr-defined]
@@ -240,7 +242,9 @@ def context_vectors(chunks: Sequence[object], vecs: npt.NDArray[np.float32],
     out = {f"{scope} {a}": _unit(vecs + a * mean) for scope, mean in means.items() for a in CONTEXT_ALPHAS}
     records = [_chunk_record(p.payload) for p in chunks]  # type: ignore[attr-defined]
     for k in CONTEXT_TOKENS:
-        out[f"note K={k}"] = np.asarray(contextual_vectors(records, vecs.tolist(), float(k)), dtype=np.float32)
+        out[f"note K={k}"] = np.asarray(contextual_vectors(records, vecs.tolist(), 0.0, float(k)), dtype=np.float32)
+        out[f"section 0.25 + note K={k}"] = np.asarray(contextual_vectors(records, vecs.tolist(), 0.25, float(k)),
+                                                       dtype=np.float32)
     return out
 
 

@@ -87,11 +87,14 @@ class Settings:
     quality_tier: bool = False
     """Fill the e5 vector after each import. Off by default until search fuses it (issue 7)."""
     embed_title_prefix: bool = True
-    dense_context_tokens: float = 60.0
-    """Tokens' worth of its note's topic in a chunk's stored dense vector: unit(v + (K / n) ·
-    unit(mean of the note's chunk vectors)), n the chunk's tokens; 0 stores each chunk's own
-    vector. A short chunk alone is a weak query target, above all across languages; its note says
-    what it is about (issue 15, `bench/search.py loo`)."""
+    dense_context: float = 0.25
+    """Weight of the chunk's H2 section in its stored dense vector: unit(v + w · unit(mean of the
+    section's chunk vectors)); 0 stores each chunk's own vector. A short chunk alone is a weak
+    query target; its section says what it is about (issue 15, `bench/search.py loo`)."""
+    dense_note_tokens: float = 0.0
+    """Tokens' worth of its note's topic added to a chunk's stored dense vector: + (K / n) ·
+    unit(mean of the note's chunk vectors), n the chunk's tokens; 0 (default) adds none. Lifts
+    dense alone in every `loo` cell at 60, but not yet the default fusion (`points.contextual_vectors`)."""
     lexical_sections: bool = True
     """BM25 indexes the first chunk of each H2 section as the whole section, the others as their
     own text; off indexes every chunk alone. A question's terms are spread over several small
@@ -312,7 +315,8 @@ _FIELD_KINDS: dict[str, Any] = {
     "strict": bool,
     "quality_tier": bool,
     "embed_title_prefix": bool,
-    "dense_context_tokens": float,
+    "dense_context": float,
+    "dense_note_tokens": float,
     "lexical_sections": bool,
     "threads": int,
     "embed_ahead": int,

@@ -116,37 +116,52 @@ def lexical_input(chunk: Chunk, transcluded: Transcluded = ()) -> str:
 
 
 def section_key(chunk: Chunk) -> tuple[str, str]:
-    """The (note, H2 section) a chunk belongs to: the unit BM25 indexes whole in its first chunk."""
+    """The (note, H2 section) a chunk belongs to: the unit its retrieval context is drawn from."""
     return chunk.note_id, "/".join(chunk.section_path.split("/")[:2])
 
 
-def contextual_vectors(chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]],
-                       context_tokens: float) -> list[list[float]]:
-    """Each chunk's stored dense vector: unit(v + (K / n) · unit(mean of its note's vectors)),
-    n the chunk's tokens and K = `context_tokens`.
+def contextual_vectors(chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]], weight: float,
+                       note_tokens: float = 0.0) -> list[list[float]]:
+    """Each chunk's stored dense vector: unit(v + weight · unit(mean of its H2 section's vectors)
+    + (K / n) · unit(mean of its note's vectors)), n the chunk's tokens and K = `note_tokens`.
 
-    Why: a sentence encoder given a 30-token chunk alone (a code example, a one-line intro, a
-    heading with a list) matches a question by its few words, and across languages, where only
-    the topic carries over, such chunks outrank the note that answers (foam-docs, German
-    questions: 0.718 against 0.729 for plain 300-token windows). Reading the chunk as its own n
-    tokens plus K tokens' worth of its note's topic gives a short chunk mostly its note's meaning
-    and leaves a long one nearly as it is. The note, not the H2 section: documentation sections
-    are often one short chunk, whose section mean is the chunk itself. A note of one chunk keeps
-    its own vector. No model call: the context is made of vectors the import computes anyway, so
-    the embedding cache keeps working per chunk text. `chunks` must hold every chunk of each of
-    their notes (the import passes whole notes).
+    Why the section: documentation sections are cut into chunks of ~90 tokens, and a sentence
+    encoder given one of them alone misses what the section is about; mixing in the section's
+    mean keeps the chunk's own meaning first and adds its topic.
+
+    Why the note, by length (`note_tokens`, off by default): across languages only the topic
+    carries over, and a 30-token chunk (a code example, a one-line intro) matches a question by
+    its few words; reading it as its own n tokens plus K tokens' worth of its note's topic gives a
+    short chunk mostly its note's meaning and leaves a long one nearly as it is. Dense alone gains
+    from it in every cell (`bench/search.py loo`, K=60: German questions on foam 0.718 -> 0.752,
+    above dense over 300-token windows at 0.729), but the default fusion does not: on English
+    questions in the mixed Rust book it drops 0.929 -> 0.907, so it stays off until fusion is
+    re-chosen with it.
+
+    No model call: the context is made of vectors the import computes anyway, so the embedding
+    cache keeps working per chunk text. A section or note of one chunk keeps its own vector.
+    `chunks` must hold every chunk of each of their notes (the import passes whole notes).
     """
-    if context_tokens <= 0 or not chunks:
+    if (weight <= 0 and note_tokens <= 0) or not chunks:
         return [list(v) for v in vectors]
     own = np.asarray(vectors, dtype=np.float32)
-    groups: dict[str, list[int]] = {}
-    for i, chunk in enumerate(chunks):
-        groups.setdefault(chunk.note_id, []).append(i)
+    mixed = own.copy()
+    if weight > 0:
+        mixed += weight * _unit(_group_means(own, [section_key(c) for c in chunks]))
+    if note_tokens > 0:
+        mixed += context_weights(chunks, note_tokens)[:, None] * _unit(_group_means(own, [c.note_id for c in chunks]))
+    return _unit(mixed).tolist()
+
+
+def _group_means(own: np.ndarray, keys: Sequence[object]) -> np.ndarray:  # type: ignore[type-arg]
+    """Per row, the mean of the rows that share its key."""
+    groups: dict[object, list[int]] = {}
+    for i, key in enumerate(keys):
+        groups.setdefault(key, []).append(i)
     means = np.zeros_like(own)
     for members in groups.values():
         means[members] = own[members].mean(axis=0)
-    weights = context_weights(chunks, context_tokens)
-    return _unit(own + weights[:, None] * _unit(means)).tolist()
+    return means
 
 
 def context_weights(chunks: Sequence[Chunk], context_tokens: float) -> np.ndarray:  # type: ignore[type-arg]
