@@ -14,6 +14,9 @@ the real store, and BM25 and cosine are recomputed here in numpy/dicts, per note
 * `dense (note mean)`: cosine to the normalised mean of a note's chunk vectors (free: no model call).
 * `dense (max + sum)`: a note scores its best chunk's cosine plus a share of its others'.
 * `title/alias`: notes whose title or an alias occurs in the query, by the share of its words.
+* `dense (ctx …)`: other stored vectors, made from each chunk's own vector (`raw_vectors`) and its
+  H2 section, note or neighbours; `ctx section 0.25` is the import's default, `note K=…` its opt-in
+  `dense_note_tokens` (`points.contextual_vectors`).
 
 The BM25 here reproduces the engine's: Edge's `Bm25` document weights (k=1.2, b, avg_len) and the
 IDF modifier `ln(1 + (N - n + 0.5) / (n + 0.5))` over the documents of the list.
@@ -21,6 +24,7 @@ IDF modifier `ln(1 + (N - n + 0.5) / (n + 0.5))` over the documents of the list.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +33,8 @@ import numpy as np
 import numpy.typing as npt
 import qdrant_edge as qe
 
+from mindnet.chunking.base import Chunk
+from mindnet.points import contextual_vectors, stored_embedding_input
 from mindnet.search import Searcher
 from mindnet.store import lexical_query
 from mindnet.titles import TitleIndex
@@ -174,14 +180,16 @@ def load_view(searcher: Searcher) -> CorpusView:
     }
     titles = TitleIndex((nid, name) for nid in note_ids
                         for name in [str(notes.get(nid, {}).get("title", "")), *aliases(nid)])
-    ctx = context_vectors(chunks, vecs, section_of)
+    ctx = context_vectors(chunks, raw_vectors(searcher, chunks), section_of)
     return CorpusView(ids, note_of, vecs, note_ids, sums, note_of_row, indexes, titles,
                       tuple(searcher.settings.languages), {n: str(notes.get(n, {}).get("path", "")) for n in note_ids},
                       ctx)
 
 
 CONTEXT_ALPHAS = (0.25, 0.5, 1.0)
-"""Weights of the context mean added to a chunk's own vector (`dense (ctx …)` variants)."""
+"""Weights of the context mean added to a chunk's own vector (`dense (ctx <scope> α)` variants)."""
+CONTEXT_TOKENS = (25, 40, 60, 100, 150)
+"""K of the product's length-weighted note context (`dense (ctx note K=…)`, `Settings.dense_note_tokens`)."""
 CONTEXT_BETAS = (0.5, 1.0)
 """Weights of the H2 section's BM25 document added to a chunk's own (`bm25 (chunk + β section)`)."""
 
@@ -190,12 +198,27 @@ def _unit(m: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
     return m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-9)
 
 
+def raw_vectors(searcher: Searcher, chunks: Sequence[object]) -> npt.NDArray[np.float32]:
+    """Each chunk's own `use` vector, before the import mixed its context in.
+
+    The store holds the mixed vectors only, so the model input is rebuilt from the payload
+    (`stored_embedding_input`: title, section, text; embedded `![[…]]` text is not in the payload
+    and is left out) and asked of the searcher's embedder, whose cache (`use-cache.sqlite` under
+    `loo --work`) already holds every chunk text the import embedded: no model call in practice.
+    """
+    texts = [stored_embedding_input(p.payload, searcher.settings) for p in chunks]  # type: ignore[attr-defined]
+    return np.asarray(searcher.embedder.embed_passages(texts), dtype=np.float32)
+
+
 def context_vectors(chunks: Sequence[object], vecs: npt.NDArray[np.float32],
                     section_of: Mapping[str, tuple[str, str]]) -> dict[str, npt.NDArray[np.float32]]:
-    """Chunk vectors mixed with their context: unit(v + α · unit(mean of the scope's vectors)).
+    """Raw chunk vectors mixed with their context, each a candidate for the stored vector.
 
-    Scopes: the chunk's H2 section, its whole note, and its neighbours (previous, itself, next)
-    in reading order. No model call: the context comes from vectors the store already holds.
+    `<scope> α`: unit(v + α · unit(mean of the scope's vectors)), scopes the chunk's H2 section,
+    its whole note, and its neighbours (previous, itself, next) in reading order. `note K=…`: the
+    product's opt-in mix (`points.contextual_vectors`), the note's mean weighted K / (chunk tokens),
+    alone and beside the default section mix.
+    No model call: the context comes from the chunks' own vectors.
     """
     ids = [p.id for p in chunks]  # type: ignore[attr-defined]
     order = sorted(range(len(ids)), key=lambda i: (section_of[ids[i]][0],
@@ -216,7 +239,18 @@ def context_vectors(chunks: Sequence[object], vecs: npt.NDArray[np.float32],
             if j is not None and section_of[ids[j]][0] == section_of[ids[i]][0]:
                 m[i] += vecs[j]
     means["neighbours"] = _unit(m)
-    return {f"{scope} {a}": _unit(vecs + a * mean) for scope, mean in means.items() for a in CONTEXT_ALPHAS}
+    out = {f"{scope} {a}": _unit(vecs + a * mean) for scope, mean in means.items() for a in CONTEXT_ALPHAS}
+    records = [_chunk_record(p.payload) for p in chunks]  # type: ignore[attr-defined]
+    for k in CONTEXT_TOKENS:
+        out[f"note K={k}"] = np.asarray(contextual_vectors(records, vecs.tolist(), 0.0, float(k)), dtype=np.float32)
+        out[f"section 0.25 + note K={k}"] = np.asarray(contextual_vectors(records, vecs.tolist(), 0.25, float(k)),
+                                                       dtype=np.float32)
+    return out
+
+
+def _chunk_record(payload: Mapping[str, object]) -> Chunk:
+    """The `Chunk` a stored payload was made from (`points.chunk_payload` holds every field)."""
+    return Chunk(**{f.name: payload.get(f.name) for f in dataclasses.fields(Chunk)})  # type: ignore[arg-type]
 
 
 def notes_from_chunks(ranked: Iterable[tuple[str, float]], note_of: Mapping[str, str],

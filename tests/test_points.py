@@ -3,7 +3,7 @@
 `points.with_heading` decides what the dense model reads, `contextual_vectors` what dense search
 compares against, `contextual_lexical` what BM25 scores. These tests pin the properties the
 retrieval figures depend on: nothing said twice, a chunk's own meaning first, its H2 section as
-context and never another section's or another note's.
+context and never another section's or another note's; opt-in, the note by the chunk's length.
 """
 
 from __future__ import annotations
@@ -78,6 +78,66 @@ def test_a_section_of_one_chunk_keeps_its_own_vector_and_weight_zero_changes_not
     raw = [[1.0, 0.0], [0.0, 1.0]]
     assert np.allclose(contextual_vectors(chunks, raw, 0.25), raw)
     assert contextual_vectors(chunks, raw, 0.0) == raw
+
+
+def _notes_chunks(notes: list[list[int]]) -> list[Chunk]:
+    """Chunks of several notes, `notes[j][i]` the token count of note j's chunk i."""
+    out = []
+    for j, counts in enumerate(notes):
+        note = make_note(f"n{j}.md", "".join(f"chunk {i}\n" for i in range(len(counts))))
+        start = 0
+        for i, count in enumerate(counts):
+            end = start + len(f"chunk {i}\n")
+            out.append(dataclasses.replace(make_chunk(note, i + 1, start, end), token_count=count))
+            start = end
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 600), min_size=1, max_size=5), min_size=1, max_size=3),
+       st.floats(min_value=0.5, max_value=300.0), st.integers(0, 2**31 - 1))
+def test_context_vectors_are_unit_and_mix_only_the_chunks_note_by_its_length(notes: list[list[int]], k: float,
+                                                                              seed: int) -> None:
+    chunks = _notes_chunks(notes)
+    raw = np.random.default_rng(seed).normal(size=(len(chunks), 8)).astype(np.float32)
+    raw /= np.linalg.norm(raw, axis=1, keepdims=True)
+    mixed = np.asarray(contextual_vectors(chunks, raw.tolist(), 0.0, k))
+    assert np.allclose(np.linalg.norm(mixed, axis=1), 1.0, atol=1e-5)
+    for i, chunk in enumerate(chunks):
+        members = [j for j, c in enumerate(chunks) if c.note_id == chunk.note_id]
+        mean = raw[members].mean(axis=0)
+        weight = k / max(1, chunk.token_count)
+        expected = raw[i] + weight * mean / max(float(np.linalg.norm(mean)), 1e-12)
+        assert np.allclose(mixed[i], expected / np.linalg.norm(expected), atol=1e-4)
+
+
+def test_a_shorter_chunk_leans_further_towards_its_note() -> None:
+    chunks = _notes_chunks([[20, 300], [50]])
+    raw = np.asarray([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    mixed = np.asarray(contextual_vectors(chunks, raw.tolist(), 0.0, 60.0))
+    mean = (raw[0] + raw[1]) / np.linalg.norm(raw[0] + raw[1])
+    short, long = float(mixed[0] @ mean), float(mixed[1] @ mean)
+    assert short > long > float(raw[1] @ mean)  # both lean: weight 60/20 = 3 against 60/300 = 0.2
+    assert float(mixed[1] @ raw[1]) > 0.95  # a 300-token chunk stays nearly itself
+    assert np.allclose(mixed[2], raw[2])  # a note of one chunk: its mean is itself
+
+
+def test_a_note_of_one_chunk_keeps_its_own_vector_under_note_context() -> None:
+    chunks = _notes_chunks([[10], [10]])
+    raw = [[1.0, 0.0], [0.0, 1.0]]
+    assert np.allclose(contextual_vectors(chunks, raw, 0.0, 60.0), raw)
+    two = _notes_chunks([[10, 10]])
+    assert contextual_vectors(two, raw, 0.0, 0.0) == raw
+
+
+def test_section_and_note_context_add_up() -> None:
+    chunks = dataclasses.replace(_chunks(["/A", "/A", "/B"])[0], token_count=30), *_chunks(["/A", "/A", "/B"])[1:]
+    raw = np.asarray([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=np.float32)
+    mixed = np.asarray(contextual_vectors(list(chunks), raw.tolist(), 0.25, 60.0))
+    section = (raw[0] + raw[1]) / np.linalg.norm(raw[0] + raw[1])
+    note = raw.sum(axis=0) / np.linalg.norm(raw.sum(axis=0))
+    expected = raw[0] + 0.25 * section + 2.0 * note  # 60 / 30 tokens
+    assert np.allclose(mixed[0], expected / np.linalg.norm(expected), atol=1e-5)
 
 
 def test_h3_chunks_share_their_h2_section() -> None:

@@ -91,6 +91,10 @@ class Settings:
     """Weight of the chunk's H2 section in its stored dense vector: unit(v + w · unit(mean of the
     section's chunk vectors)); 0 stores each chunk's own vector. A short chunk alone is a weak
     query target; its section says what it is about (issue 15, `bench/search.py loo`)."""
+    dense_note_tokens: float = 0.0
+    """Tokens' worth of its note's topic added to a chunk's stored dense vector: + (K / n) ·
+    unit(mean of the note's chunk vectors), n the chunk's tokens; 0 (default) adds none. Lifts
+    dense alone in every `loo` cell at 60, but not yet the default fusion (`points.contextual_vectors`)."""
     lexical_sections: bool = True
     """BM25 indexes the first chunk of each H2 section as the whole section, the others as their
     own text; off indexes every chunk alone. A question's terms are spread over several small
@@ -312,6 +316,7 @@ _FIELD_KINDS: dict[str, Any] = {
     "quality_tier": bool,
     "embed_title_prefix": bool,
     "dense_context": float,
+    "dense_note_tokens": float,
     "lexical_sections": bool,
     "threads": int,
     "embed_ahead": int,

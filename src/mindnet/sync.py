@@ -147,7 +147,8 @@ def chunking_hash(settings: Settings) -> str:
         "recursive": dataclasses.astuple(settings.recursive),
         "recursive_by_type": {k: dataclasses.astuple(v) for k, v in sorted(settings.recursive_by_type.items())},
         "prefix": settings.embed_title_prefix,
-        "context": [settings.dense_context, settings.lexical_sections],
+        "context": [settings.dense_context, settings.lexical_sections,
+                    *([settings.dense_note_tokens] if settings.dense_note_tokens else [])],  # off: old hash
         "languages": list(settings.languages),
         "chunker": CHUNKER_VERSION,
         "edges": EDGE_LAYOUT,
@@ -895,7 +896,8 @@ class ChunkWriter:
             before()
 
     def _write(self, batch: _Batch, raw: Vectors) -> None:
-        vectors = contextual_vectors(batch.chunks, raw, self.settings.dense_context)
+        vectors = contextual_vectors(batch.chunks, raw, self.settings.dense_context,
+                                     self.settings.dense_note_tokens)
         sparse = contextual_lexical(batch.chunks, batch.extra, self.settings.lexical_sections)
         points = [chunk_point(c, vec, batch.extra.get(c.chunk_id, ()), lexical=lex)
                   for c, vec, lex in zip(batch.chunks, vectors, sparse, strict=True)]
