@@ -84,7 +84,8 @@ class Hit:
     lang: str
     via: str
     """How it was found: the lists that held it joined by `+` in the order `dense`, `e5`, `lexical`,
-    `feedback` (e.g. `dense+lexical`, `dense+e5+lexical+feedback`), or `expand` (graph expansion)."""
+    `feedback`, `title` (e.g. `dense+lexical`, `dense+e5+lexical+feedback+title`), or `expand` (graph
+    expansion)."""
 
 
 # ---------------------------------------------------------------------------------------------
