@@ -496,7 +496,7 @@ TITLE_WEIGHTS = tuple((other, same) for other in (0.5, 1.0, 2.0) for same in (0.
 
 
 def loo_tunings() -> list[SearchTuning]:
-    """The knob settings `loo` chooses from (180); the current default is among them.
+    """The knob settings `loo` chooses from (188); the current default is among them.
 
     Each setting is replayed over every question of every cell (a new feedback query costs a store
     search), so the knobs that never won in `grid` (title boost, rrf_k 40/60, heavy note sums) or in
