@@ -58,8 +58,8 @@ lists over e5 weight x use weight x the lexical knobs, the baseline being the be
 `latency` builds synthetic Edge stores (random unit vectors, BM25 vectors of random vocabulary
 text, 10 chunks per note with prev/next and 3 links per note, a note point per note with a
 two-word title and an alias) and times end-to-end searches
-(query embedding with the real model + search) for dense, hybrid, hybrid+expand and hybrid with
-the title/alias list on (`title_weight=1`, off by default): p50/p95 wall and the mean CPU per
+(query embedding with the real model + search) for dense, hybrid (the default, title/alias list
+included), hybrid+expand and hybrid without the title/alias list: p50/p95 wall and the mean CPU per
 query (all threads of the process), the rows taking turns query by query. `--e5` gives every chunk
 an `e5` vector near its note's topic, made from real e5 passage vectors (`e5_anchors`), and adds
 hybrid with the tier filled, the e5 list in line and on a thread (what `Index` does); the query is
@@ -400,7 +400,7 @@ def _tuning_label(t: SearchTuning) -> str:
     return (f"k={t.rrf_k} same={t.lexical_weight_same} other={t.lexical_weight_other} "
             f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight} "
             f"e5={t.e5_weight} use={t.use_weight_with_e5} "
-            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms} names={t.title_weight}"
+            f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms} names={t.title_weight}/{t.title_weight_same}"
             + (" note-ranks" if t.note_ranks else "") + (" slots" if t.language_slots else "")
             + (f" floor={t.dense_floor}" if t.dense_floor else ""))
 
@@ -490,26 +490,35 @@ def floor_tunings() -> list[SearchTuning]:
                               for floor in (0.0, 0.25, 0.5, 0.7)))
 
 
+TITLE_WEIGHTS = tuple((other, same) for other in (0.5, 1.0, 2.0) for same in (0.0, 0.5, 1.0))
+"""(cross-language, same-language) title/alias list weights `loo` tries at the default's other knobs;
+(0, 0) is the list left out."""
+
+
 def loo_tunings() -> list[SearchTuning]:
-    """The knob settings `loo` chooses from (180); the current default is among them.
+    """The knob settings `loo` chooses from (188); the current default is among them.
 
     Each setting is replayed over every question of every cell (a new feedback query costs a store
     search), so the knobs that never won in `grid` (title boost, rrf_k 40/60, heavy note sums) or in
     an earlier `loo` run (other-language weight 0) stay at their default. Crossed: rrf_k, the
     same-language lexical weight, the per-note scoring (best chunk, + 0.05 x the others, or note
     ranks with a full note sum), the feedback weight and the language slots; the title/alias list
-    with and without slots at the default's other knobs.
+    (the default's weights) with and without slots at the default's other knobs, and at every pair of
+    `TITLE_WEIGHTS` and left out, with every other knob at the default.
     """
-    out = [SearchTuning(), PROPOSED]
+    out = [SearchTuning(), PROPOSED, dataclasses.replace(SearchTuning(), title_weight=0.0, title_weight_same=0.0),
+           *(dataclasses.replace(SearchTuning(), title_weight=other, title_weight_same=same)
+             for other, same in TITLE_WEIGHTS)]
     for rrf_k in (5, 10, 20):
         for same in (0.5, 1.0, 1.5):
             for note_ranks, note_sum in ((False, 0.0), (False, 0.05), (True, 1.0)):
                 for feedback in (0.0, 0.25, 0.5):
                     for slots in (False, True):
                         out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, note_sum_weight=note_sum,
-                                                feedback_weight=feedback, note_ranks=note_ranks, language_slots=slots))
-                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, title_weight=1.0, language_slots=False))
-                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, title_weight=1.0, language_slots=True))
+                                                feedback_weight=feedback, note_ranks=note_ranks, language_slots=slots,
+                                                title_weight=0.0, title_weight_same=0.0))
+                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, language_slots=False))
+                out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, language_slots=True))
     return list(dict.fromkeys(out))
 
 
@@ -1199,9 +1208,9 @@ def latency_runs(size: int, store: EdgeStore, embedder: Embedder, settings: Sett
                  executor: ThreadPoolExecutor | None) -> list[tuple[str, str, bool, Searcher]]:
     """(label, mode, expand, searcher) of every row for one store size."""
     plain = Searcher(store, embedder, settings)
-    named = Searcher(store, embedder, settings, tuning=SearchTuning(title_weight=1.0))
+    nameless = Searcher(store, embedder, settings, tuning=SearchTuning(title_weight=0.0, title_weight_same=0.0))
     runs = [("dense", "dense", False, plain), ("hybrid", "hybrid", False, plain),
-            ("hybrid+expand", "hybrid", True, plain), ("hybrid+title list", "hybrid", False, named)]
+            ("hybrid+expand", "hybrid", True, plain), ("hybrid without title list", "hybrid", False, nameless)]
     if e5 is not None:
         runs += [("hybrid+e5 (in line)", "hybrid", False, Searcher(store, embedder, settings, quality=e5)),
                  ("hybrid+e5 (e5 on a thread)", "hybrid", False,

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 import search as bench  # bench/search.py: bench is a folder of scripts, not a package
 from mindnet.search import CandidateLists, SearchTuning, fuse
 from mindnet.store import ScoredPoint, SparseVec
+from mindnet.titles import NamedNote
 
 LANGS = ("de", "en", None)
 
@@ -33,7 +34,8 @@ def _lists(draw: st.DrawFn) -> CandidateLists:
                 for r, cid in enumerate(chosen)]
 
     p_de = draw(st.sampled_from((0.0, 0.3, 0.5, 0.9, 1.0)))
-    titles = draw(st.lists(st.sampled_from([f"n{i}" for i in range(6)]), unique=True, max_size=3))
+    named = draw(st.lists(st.sampled_from([f"n{i}" for i in range(6)]), unique=True, max_size=3))
+    titles = [NamedNote(note_id, 1, draw(st.sampled_from((1.0, 0.5, 0.2)))) for note_id in named]
     return CandidateLists(ranked(), ranked(), {"de": p_de, "en": 1.0 - p_de}, quality=ranked(), titles=titles)
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from fakes import FakeEmbedder
 from mindnet.api import Index
@@ -40,6 +42,7 @@ from mindnet.search import (
 )
 from mindnet.store import Filter, PointRecord, ScoredPoint, SparseVec, Store, StoreSchema, VectorSpec, lexical_document
 from mindnet.sync import open_store
+from mindnet.titles import NamedNote
 
 NOTES = {
     "en/coffee.md": """---
@@ -697,7 +700,8 @@ def _note_cand(chunk_id: str, note_id: str, score: float) -> _Cand:
 
 def test_the_title_list_lifts_the_named_notes_best_chunk_only() -> None:
     cands = [_note_cand("a#1", "a", 0.30), _note_cand("b#1", "b", 0.20), _note_cand("b#2", "b", 0.10)]
-    out = {c.chunk_id: c for c in add_title_list(cands, ["b", "missing"], rrf_k=5, weight=1.0)}
+    named = [NamedNote("b", 1, 1.0), NamedNote("missing", 1, 1.0)]
+    out = {c.chunk_id: c for c in add_title_list(cands, named, rrf_k=5, weight=1.0)}
     assert out["b#1"].score == pytest.approx(0.20 + 1 / 6)
     assert (out["b#2"].score, out["a#1"].score) == (0.10, 0.30)
     assert out["b#1"].via == "dense+title" and out["b#2"].via == "dense"
@@ -705,12 +709,59 @@ def test_the_title_list_lifts_the_named_notes_best_chunk_only() -> None:
     assert cands[1].score == 0.20  # inputs unchanged
 
 
+def test_a_name_many_notes_share_counts_a_share_for_each() -> None:
+    """Five paragraphs under one article title: the title says which article, not which paragraph."""
+    cands = [_note_cand(f"p{i}#1", f"p{i}", 0.30 - 0.01 * i) for i in range(5)] + [_note_cand("x#1", "x", 0.05)]
+    shared = [NamedNote(f"p{i}", 2, 1 / 5) for i in range(5)]
+    out = add_title_list(cands, shared, rrf_k=10, weight=1.0)
+    assert [c.chunk_id for c in out] == [c.chunk_id for c in cands]  # the group keeps its content order
+    assert out[0].score == pytest.approx(0.30 + 1 / 5 / 11)
+    alone = add_title_list(cands, [NamedNote("x", 1, 1.0)], rrf_k=10, weight=1.0)
+    assert alone[-1].chunk_id == "x#1" and alone[-1].score == pytest.approx(0.05 + 1 / 11)
+
+
+@given(scores=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=8), share=st.floats(0.0, 1.0),
+       weight=st.floats(0.0, 4.0), target=st.integers(0, 7))
+def test_the_title_list_adds_at_most_one_term_per_named_note(scores: list[float], share: float, weight: float,
+                                                             target: int) -> None:
+    cands = [_note_cand(f"n{i % 3}#{i}", f"n{i % 3}", s) for i, s in enumerate(scores)]
+    note = f"n{target % 3}"
+    before = sum(c.score for c in cands)
+    out = add_title_list(cands, [NamedNote(note, 1, share)], rrf_k=10, weight=weight)
+    gained = sum(c.score for c in out) - before
+    present = any(c.payload["note_id"] == note for c in cands)
+    assert gained == pytest.approx(weight * share / 11 if present else 0.0, abs=1e-9)
+    assert [c.score for c in out] == sorted((c.score for c in out), reverse=True)
+    assert sorted(c.chunk_id for c in out) == sorted(c.chunk_id for c in cands)
+
+
 def test_fuse_adds_the_title_list_only_with_a_weight() -> None:
     dense = [ScoredPoint("a#1", 0.9, {"chunk_id": "a#1", "note_id": "a", "lang": "en"}),
              ScoredPoint("b#1", 0.8, {"chunk_id": "b#1", "note_id": "b", "lang": "en"})]
-    lists = CandidateLists(dense, (), {"en": 1.0}, titles=["b"])
-    assert [c.chunk_id for c in fuse("q", lists, SearchTuning(title_weight=0.0))] == ["a#1", "b#1"]
-    assert [c.chunk_id for c in fuse("q", lists, SearchTuning(title_weight=1.0))] == ["b#1", "a#1"]
+    lists = CandidateLists(dense, (), {"de": 1.0, "en": 0.0}, titles=[NamedNote("b", 1, 1.0)])
+    off = SearchTuning(title_weight=0.0, title_weight_same=0.0)
+    assert [c.chunk_id for c in fuse("q", lists, off)] == ["a#1", "b#1"]
+    assert [c.chunk_id for c in fuse("q", lists, SearchTuning())] == ["b#1", "a#1"]
+
+
+def test_a_name_counts_across_languages_and_not_where_bm25_already_saw_it() -> None:
+    """The default weighs a name match by 1 - P(query in the note's language): full weight for an
+    English note named in a German question, none in the question's own language (BM25 matched the
+    words there already), and half for a coin-toss keyword query."""
+    cands = [_note_cand("a#1", "a", 0.30), _note_cand("b#1", "b", 0.25)]
+    cands[1].payload["lang"] = "en"
+    named = [NamedNote("b", 1, 1.0)]
+    t = SearchTuning()
+
+    def gain(langs: dict[str, float]) -> float:
+        out = add_title_list(cands, named, rrf_k=10, weight=t.title_weight, weight_same=t.title_weight_same,
+                             query_langs=langs)
+        return next(c.score for c in out if c.chunk_id == "b#1") - 0.25
+
+    assert gain({"de": 1.0, "en": 0.0}) == pytest.approx(1 / 11)
+    assert gain({"de": 0.0, "en": 1.0}) == pytest.approx(0.0)
+    assert gain({"de": 0.5, "en": 0.5}) == pytest.approx(0.5 / 11)
+    assert gain({}) == pytest.approx(0.0)  # no odds: the same-language weight, as for BM25
 
 
 def test_the_searcher_matches_titles_and_aliases_of_the_store(tmp_path: Path) -> None:
@@ -722,8 +773,10 @@ def test_the_searcher_matches_titles_and_aliases_of_the_store(tmp_path: Path) ->
     try:
         searcher = Searcher(store, FakeEmbedder(), settings, tuning=SearchTuning(title_weight=1.0))
         by_title = {p.payload["title"]: p.id for p in store.scroll("notes")}
-        assert searcher.title_matches("Wie funktioniert die chunking-strategie?") == [by_title["Chunking"]]
-        assert searcher.title_matches("Chunking von Notizen") == [by_title["Chunking"], by_title["Notizen"]]
+        assert [m.note_id for m in searcher.title_matches("Wie funktioniert die chunking-strategie?")] == \
+            [by_title["Chunking"]]
+        assert [m.note_id for m in searcher.title_matches("Chunking von Notizen")] == \
+            [by_title["Chunking"], by_title["Notizen"]]
         hits = searcher.search("Wie funktioniert die Chunking-Strategie?", k=2, by_note=True)
         assert hits[0].note_id == by_title["Chunking"] and "title" in hits[0].via
     finally:

@@ -28,6 +28,12 @@ holds the language the dense list holds there. In a mixed vault BM25 can only ma
 question's language, so without slots it lifts every same-language chunk above the other
 language's answer; with them lexical evidence reorders each language among itself.
 
+After the slots, the **title/alias list** (`title_weight`): a note whose title or alias the
+question contains as whole words gains one RRF-like term on its best chunk, split by how many
+notes carry that name (`mindnet.titles`) and weighed by how likely the note is in another language
+than the question, since in the question's own language BM25 has already counted the name's words.
+It is what brings the English note "Chunking" up for "Wie funktioniert das Chunking von Notizen?".
+
 Every default is what `bench/search.py loo` picks out of sample (see `SearchTuning`).
 """
 
@@ -41,18 +47,19 @@ from typing import Any, TypeAlias
 from ..language import language_identifier
 from ..points import E5_VECTOR
 from ..store import ScoredPoint, SparseVec, lexical_document
+from ..titles import NamedNote
 
 
 @dataclass(frozen=True, slots=True)
 class SearchTuning:
     """Knobs of fusion and expansion; the defaults are what `bench/search.py loo` picks.
 
-    `loo` replays 180 settings over 12 (question set, direction) cells (foam-docs, the Rust book
+    `loo` replays 188 settings over 12 (question set, direction) cells (foam-docs, the Rust book
     in German, English and a mixed vault, XQuAD-R, all four language directions) and picks by the
     leximin margin over each cell's best single list; leaving any one cell out, 11 of the 12
-    folds pick exactly these defaults (rrf_k 10, same 1.5, feedback 0.5, language slots on), so
-    no cell chose its own figure. The older per-knob notes below describe how each knob was
-    first measured, on the two golden sets."""
+    folds pick exactly these defaults (rrf_k 10, same 1.5, feedback 0.5, language slots on, the
+    title/alias list across languages), so no cell chose its own figure. The older per-knob notes
+    below describe how each knob was first measured, on the two golden sets."""
 
     rrf_k: int = 10
     """RRF constant: small, so the top of each list counts far more than its tail (5, 10, 20 in
@@ -77,13 +84,34 @@ class SearchTuning:
     title_boost: float = 0.0
     """When > 0, a chunk gains `title_boost * share of its note title's words found in the query /
     (rrf_k + 1)`: a title match as a third, small RRF-like signal (hybrid only)."""
-    title_weight: float = 0.0
-    """Weight of a rank in the title/alias list (`mindnet.titles`): the notes one of whose names (title
-    or alias) the query contains as whole words, longest name first; the note's best candidate
-    chunk gains `title_weight / (rrf_k + rank)`. Whatever the query's language: a name is the
-    author's own word for the topic. 0 leaves the list out (hybrid only). Off: `bench/search.py
-    loo` never picks it out of sample (XQuAD gives every paragraph of an article the same title,
-    and on foam-docs en->en it costs 0.007 nDCG@5), though it lifts the README's question."""
+    title_weight: float = 1.0
+    """Weight of the title/alias list (`mindnet.titles`) for a note in another language than the
+    query: the notes one of whose names (title or alias) the query contains as whole words. A
+    named note's best candidate chunk gains `w * share / (rrf_k + 1)`, `share` being 1 / the
+    number of notes carrying the name and `w = title_weight_same + (title_weight -
+    title_weight_same) * (1 - P(query in the chunk's language))`, the language odds as for the
+    lexical weight: a name only one note has counts like rank 1 of a list as heavy as the dense
+    one, a name five paragraphs of one article share a fifth for each. 0 (with
+    `title_weight_same` 0) leaves the list out (hybrid only).
+
+    Why across languages only: in the query's language BM25 has already matched the name's words
+    and weighed them by their IDF, so the list would count them twice; across languages the
+    language weight mutes BM25's match as likely accidental (0.25), and a name, the author's own
+    word for the topic whatever the note's language ("Chunking" in a German question), is not.
+    `bench/search.py loo` (weights 0.5/1/2 across x 0/0.5/1 same, and off, at the other defaults):
+    the only cell any of them changes is foam en->en, +0.005 nDCG@5 with same 0 against +0.003
+    with same 0.5 or 1 (short keyword queries are a coin toss between the languages, so a name
+    there counts about half), so 11 of 12 folds pick same 0; the cross-language weights 0.5, 1
+    and 2 tie on every cell (1: a named note counts like rank 1 of a list as heavy as the dense
+    one). Out of sample: foam en->en 0.863 -> 0.868, no other cell changes (the fold holding out
+    foam en->en sees only ties). With the share, XQuAD no longer pays for its shared article
+    titles (the plain list, weight 1 in both languages without shares, cost it up to 0.027). On
+    the sample vault nDCG@5 goes 0.831 -> 0.857 and the concept note "Chunking" from note rank 6
+    to 3 for the README's question; that figure is in sample: the vault was looked at while the
+    list was designed (the `area`/`project` groups of `mindnet.titles` come from its question on
+    who reviews mindnet, which the hub note "mindnet" would otherwise take)."""
+    title_weight_same: float = 0.0
+    """Weight of the title/alias list for a note in the query's language (see `title_weight`)."""
     note_sum_weight: float = 0.05
     """With `by_note`, a note scores its best chunk plus this times the sum of its other chunks'
     scores among the candidates: a note matching in several places ranks above a one-off match."""
@@ -189,8 +217,8 @@ class CandidateLists:
     """Language -> probability that the query is in it (configured languages only)."""
     quality: Sequence[ScoredPoint] = ()
     """The `e5` list; empty when the store has no quality tier (fusion is then exactly use + BM25)."""
-    titles: Sequence[str] = ()
-    """Note ids the query names by title or alias, best first (`TitleIndex.matches`)."""
+    titles: Sequence[NamedNote] = ()
+    """The notes the query names by title or alias, with each name's share (`TitleIndex.named`)."""
 
 
 def query_languages(query: str, languages: Sequence[str], cache_dir: str | None = None) -> dict[str, float]:
@@ -220,8 +248,8 @@ FeedbackSearch: TypeAlias = Callable[[SparseVec], Sequence[ScoredPoint]]
 
 def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
          feedback: FeedbackSearch | None = None) -> list[_Cand]:
-    """The hybrid ranking: language-aware RRF of the lists, the optional title boost, then the
-    pseudo-relevance feedback list.
+    """The hybrid ranking: language-aware RRF of the lists, the optional title boost, the
+    pseudo-relevance feedback list, the language slots and the title/alias list.
 
     Pure but for `feedback`, so the bench can replay it over cached lists with other settings. The
     e5 list counts only when it is non-empty and `e5_weight > 0`; then the `use` list weighs
@@ -265,9 +293,16 @@ def after_first_pass(cands: list[_Cand], lists: CandidateLists, dense: Sequence[
                                  note_ranks=tuning.note_ranks)
     if tuning.language_slots and dense:
         cands = language_slots(cands, dense)
-    if tuning.title_weight > 0 and lists.titles:  # after the slots: a name is evidence in any language
-        cands = add_title_list(cands, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight)
+    if uses_titles(tuning) and lists.titles:  # after the slots: a name is evidence in any language
+        cands = add_title_list(cands, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight,
+                               weight_same=tuning.title_weight_same,
+                               query_langs=tuned_languages(lists.query_langs, tuning))
     return cands
+
+
+def uses_titles(tuning: SearchTuning) -> bool:
+    """Whether hybrid search takes the title/alias list (a weight above 0 in either language)."""
+    return tuning.title_weight > 0 or tuning.title_weight_same > 0
 
 
 def close_to_top(dense: Sequence[ScoredPoint], floor: float) -> Sequence[ScoredPoint]:
@@ -336,22 +371,33 @@ def feedback_query(top: Sequence[_Cand], terms: int) -> SparseVec:
     return SparseVec(tuple(i for i, _ in kept), tuple(w / heaviest for _, w in kept))
 
 
-def add_title_list(cands: Sequence[_Cand], notes: Sequence[str], *, rrf_k: int, weight: float) -> list[_Cand]:
-    """The candidates with the title/alias list's RRF terms `weight / (rrf_k + rank)` added.
+def add_title_list(cands: Sequence[_Cand], named: Sequence[NamedNote], *, rrf_k: int, weight: float,
+                   weight_same: float | None = None, query_langs: Mapping[str, float] | None = None) -> list[_Cand]:
+    """The candidates with the title/alias list's terms `w * share / (rrf_k + 1)` added.
 
-    The term goes to the named note's best candidate chunk (the one its note is ranked by); a
-    named note with no candidate chunk stays out: the list only reorders what a content list
-    found, so a title alone never brings in a note none of them matched. Inputs are not changed;
-    the result is sorted, best first.
+    Every named note stands at rank 1 of the list, its term split by how many notes carry the
+    name (`NamedNote.share`): a specific name is strong evidence, a name a whole group of notes
+    shares only says the query is about the group, whose notes the content lists then order.
+    `w` is `weight` for a chunk in another language than the query and `weight_same` (default:
+    `weight`) in the query's language, interpolated by `query_langs` as `language_weight` does
+    (no odds, or a chunk of unknown language: `weight_same`). The term goes to the named note's
+    best candidate chunk (the one its note is ranked by), so the note rises once rather than once
+    per chunk; a named note with no candidate chunk stays out: the list only reorders what a
+    content list found, so a title alone never brings in a note none of them matched. Inputs are
+    not changed; the result is sorted, best first.
     """
+    same = weight if weight_same is None else weight_same
     out = [replace(c) for c in sorted(cands, key=lambda c: -c.score)]
     best: dict[str, _Cand] = {}
     for c in out:
         best.setdefault(str(c.payload.get("note_id", "")), c)
-    for rank, note_id in enumerate(notes, 1):
-        c = best.get(note_id)
-        if c is not None:
-            c.score += weight / (rrf_k + rank)
+    for m in named:
+        c = best.get(m.note_id)
+        if c is None:
+            continue
+        part = payload_weight(c.payload, query_langs or {}, same, weight) * m.share / (rrf_k + 1)
+        if part > 0:
+            c.score += part
             c.via = f"{c.via}+title"
     return sorted(out, key=lambda c: -c.score)
 
@@ -416,7 +462,12 @@ def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
 def language_weight(p: ScoredPoint, probs: Mapping[str, float], same: float, other: float) -> float:
     """A list's weight for a point by its language: `other + (same - other) * P(query in its language)`,
     `same` when either language is unknown (nothing says the match is accidental)."""
-    lang = p.payload.get("lang")
+    return payload_weight(p.payload, probs, same, other)
+
+
+def payload_weight(payload: Mapping[str, Any], probs: Mapping[str, float], same: float, other: float) -> float:
+    """`language_weight` for a chunk's payload (its `lang`)."""
+    lang = payload.get("lang")
     if not probs or not lang:
         return same
     return other + (same - other) * probs.get(str(lang), 0.0)
@@ -473,9 +524,11 @@ __all__ = [
     "fuse",
     "language_slots",
     "language_weight",
+    "payload_weight",
     "query_languages",
     "ranked",
     "rrf_fuse",
     "title_match",
     "tuned_languages",
+    "uses_titles",
 ]

@@ -30,10 +30,19 @@ from ..errors import MindnetError
 from ..graph import STRUCTURAL_KINDS
 from ..points import DENSE_VECTOR, E5_VECTOR
 from ..store import AnyOf, Equals, Filter, ScoredPoint, SparseVec, Store, lexical_query
-from ..titles import TitleIndex
+from ..titles import NamedNote, TitleIndex
 from .context import Context, TokenCounter, _EmbedderCounter, _note_ids, build_context, note_fulltexts
 from .filters import SearchFilters
-from .fusion import CandidateLists, FeedbackSearch, SearchTuning, _Cand, best_per_note, fuse, query_languages
+from .fusion import (
+    CandidateLists,
+    FeedbackSearch,
+    SearchTuning,
+    _Cand,
+    best_per_note,
+    fuse,
+    query_languages,
+    uses_titles,
+)
 
 Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
@@ -75,7 +84,8 @@ class Hit:
     lang: str
     via: str
     """How it was found: the lists that held it joined by `+` in the order `dense`, `e5`, `lexical`,
-    `feedback` (e.g. `dense+lexical`, `dense+e5+lexical+feedback`), or `expand` (graph expansion)."""
+    `feedback`, `title` (e.g. `dense+lexical`, `dense+e5+lexical+feedback+title`), or `expand` (graph
+    expansion)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,17 +151,21 @@ class Searcher:
             return None
         return q
 
-    def title_matches(self, query: str) -> list[str]:
-        """Note ids the query names by title or alias (`TitleIndex`), longest name first.
+    def title_matches(self, query: str) -> list[NamedNote]:
+        """The notes the query names by title or alias, each with its name's share (`TitleIndex.named`),
+        longest name first.
 
         The index is read from the notes collection once and again only when the number of notes
         changed (a resident searcher outlives imports)."""
         count = self.store.count("notes")
         if self._titles is None or self._titles[0] != count:
-            names = ((p.id, str(name)) for p in self.store.scroll("notes", fields=["title", "aliases"])
+            notes = list(self.store.scroll("notes", fields=["title", "aliases", "area", "project"]))
+            names = ((p.id, str(name)) for p in notes
                      for name in [p.payload.get("title") or "", *(p.payload.get("aliases") or [])])
-            self._titles = (count, TitleIndex(names))
-        return self._titles[1].matches(query)
+            groups = ((p.id, str(p.payload[field])) for p in notes for field in ("area", "project")
+                      if p.payload.get(field))
+            self._titles = (count, TitleIndex(names, groups))
+        return self._titles[1].named(query)
 
     def _quality_for(self, mode: Mode) -> Embedder | None:
         """The e5 embedder when this search fuses the e5 list: hybrid, Python fusion, weight > 0."""
@@ -273,7 +287,7 @@ class Searcher:
         lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
                                query_languages(query, self.settings.languages, self.settings.cache_dir),
                                e5_list() if e5_list else [],
-                               self.title_matches(query) if t.title_weight > 0 else ())
+                               self.title_matches(query) if uses_titles(t) else ())
         return fuse(query, lists, t, self.feedback_search(pool, flt))
 
     # -- expansion -------------------------------------------------------------------------------
