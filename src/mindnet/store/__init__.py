@@ -35,7 +35,7 @@ from .client import ClientStore
 from .copy import copy_store
 from .embedded import EdgeStore
 from .lease import ImportLease
-from .lexical import SPARSE_VECTOR, lexical_document, lexical_query
+from .lexical import CHUNK_BM25, SPARSE_VECTOR, Bm25Shape, lexical_document, lexical_query
 from .records import (
     COLLECTIONS,
     ID_FIELDS,
@@ -59,6 +59,7 @@ from .records import (
 )
 
 __all__ = [
+    "CHUNK_BM25",
     "COLLECTIONS",
     "ID_FIELDS",
     "ID_NAMESPACE",
@@ -68,6 +69,7 @@ __all__ = [
     "SPARSE_VECTOR",
     "TEXT_INDEXES",
     "AnyOf",
+    "Bm25Shape",
     "ClientStore",
     "CollectionName",
     "Condition",
