@@ -17,7 +17,7 @@ from .chunking.base import Chunk
 from .chunking.tokens import Tokenizer
 from .config import Settings
 from .links import Link, Resolver, transclusions
-from .store import SPARSE_VECTOR, PointRecord, SparseVec, lexical_document
+from .store import CHUNK_BM25, SPARSE_VECTOR, Bm25Shape, PointRecord, SparseVec, lexical_document
 from .text import normalise
 from .vault import Note
 
@@ -143,7 +143,7 @@ def _unit(m: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
 
 
 def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transcluded],
-                       sections: bool) -> list[SparseVec]:
+                       sections: bool, shape: Bm25Shape = CHUNK_BM25) -> list[SparseVec]:
     """Each chunk's BM25 vector; with `sections`, the first chunk of each H2 section indexes the
     whole section (title, section path, every chunk's text), the others their own text.
 
@@ -151,7 +151,8 @@ def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transc
     single chunks ranks a chunk that repeats the title above the section that answers. The
     section's words go into one point only, so a term's document frequency (the engine's IDF)
     still counts it once per section, not once per chunk of a long section; the later chunks
-    keep their own text so an exact match still finds the chunk that holds it.
+    keep their own text so an exact match still finds the chunk that holds it. `shape` is BM25's
+    document constants (the import's; `bench/bm25_shape.py` tries others).
     """
     members: dict[tuple[str, str], list[Chunk]] = {}
     for c in chunks:
@@ -166,7 +167,7 @@ def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transc
         else:
             text = "\n".join([c.note_title, section_key(c)[1].replace("/", " "),
                               *(t for g in group for t in (g.text, *(x for _, x in transcluded.get(g.chunk_id, ()))))])
-        out.append(lexical_document(text, c.lang))  # one encoding per chunk, its own or its section's
+        out.append(lexical_document(text, c.lang, shape))  # one encoding per chunk, its own or its section's
     return out
 
 
