@@ -4,6 +4,8 @@
     .venv/bin/python bench/bm25_shape.py --work /tmp/wx --cells xquad --max-queries 100 [--out B.json]
     .venv/bin/python bench/bm25_shape.py --merge A.json B.json
 
+`--plain-query` searches with the plain union query instead of `lexical_query(strict=True)`.
+
 The stores of `bench/search.py loo` are opened (built if missing) and their chunk payloads and
 fixed windows read once; every shape of the grid re-encodes them in memory the way the import
 does (`points.contextual_lexical`: section heads index their H2 section) and searches them with
@@ -31,7 +33,7 @@ from mindnet.evaluation import EvalQuery, score_query
 from mindnet.points import contextual_lexical
 from mindnet.search import Searcher
 from mindnet.store import lexical_document
-from mindnet.store.lexical import CHUNK_BM25, PLAIN_BM25, Bm25Shape
+from mindnet.store.lexical import MEASURED_BM25, PLAIN_BM25, Bm25Shape
 from search import limit_queries
 from variants import Bm25Index
 
@@ -66,11 +68,11 @@ def load_corpus(real: Searcher, fixed: Searcher, key: dict[str, str] | None) -> 
 
 
 def ndcg(index: Bm25Index, note_of: dict[str, str], corpus: Corpus, queries: list[EvalQuery],
-         langs: tuple[str, ...]) -> float:
+         langs: tuple[str, ...], strict: bool) -> float:
     """Mean nDCG@5 of the BM25 list, notes ranked by their best chunk."""
     scores = []
     for q in queries:
-        notes = list(dict.fromkeys(note_of[k] for k, _ in index.search(q.query, langs)))[:10]
+        notes = list(dict.fromkeys(note_of[k] for k, _ in index.search(q.query, langs, strict=strict)))[:10]
         keys = [corpus.key.get(corpus.paths.get(n, ""), "") if corpus.key is not None else n for n in notes]
         scores.append(score_query(keys, q.gains).ndcg_5)
     return statistics.mean(scores)
@@ -93,16 +95,16 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
             queries = cells.cell_queries(spec, real, args.max_queries, limit_queries)
             note_of = {c.chunk_id: c.note_id for c in corpus.chunks} | {w: n for w, n, _, _ in corpus.windows}
             row: dict[str, float] = {}
-            for label, shape in (("windows plain", PLAIN_BM25), ("windows chunk shape", CHUNK_BM25)):
+            for label, shape in (("windows plain", PLAIN_BM25), ("windows measured shape", MEASURED_BM25)):
                 vecs = [dict(zip(v.indices, v.values, strict=True))
                         for v in (lexical_document(t, lang, shape) for _, _, lang, t in corpus.windows)]
                 row[label] = ndcg(Bm25Index.from_vectors([w for w, _, _, _ in corpus.windows], vecs),
-                                  note_of, corpus, queries, langs)
+                                  note_of, corpus, queries, langs, not args.plain_query)
             for shape in GRID:
                 vecs = [dict(zip(v.indices, v.values, strict=True))
                         for v in contextual_lexical(corpus.chunks, {}, True, shape)]
                 row[_label(shape)] = ndcg(Bm25Index.from_vectors([c.chunk_id for c in corpus.chunks], vecs),
-                                          note_of, corpus, queries, langs)
+                                          note_of, corpus, queries, langs, not args.plain_query)
             out[spec.name] = row
             print(f"  {spec.name}: {len(queries)} questions, {len(GRID)} shapes", file=sys.stderr, flush=True)
     return out
@@ -119,17 +121,17 @@ def report(figures: dict[str, dict[str, float]]) -> None:
     labels = [_label(s) for s in GRID]
     scores = {i: {n: figures[n][lab] for n in names} for i, lab in enumerate(labels)}
     held = cells.leave_one_out(scores, refs, names)
-    current = labels.index(_label(CHUNK_BM25)) if _label(CHUNK_BM25) in labels else None
-    print("| cell | bm25 windows (engine defaults) | bm25 windows (chunk shape) | engine defaults | "
-          "chunk shape | out of sample | pick |")
+    current = labels.index(_label(MEASURED_BM25)) if _label(MEASURED_BM25) in labels else None
+    print("| cell | bm25 windows (engine defaults) | bm25 windows (measured shape) | engine defaults | "
+          "measured shape | out of sample | pick |")
     print("|---|---|---|---|---|---|---|")
     for n in names:
         i, v = held[n]
         cur = f"{scores[current][n]:.3f}" if current is not None else "–"
-        print(f"| {n} | {refs[n]:.3f} | {figures[n]['windows chunk shape']:.3f} | "
+        print(f"| {n} | {refs[n]:.3f} | {figures[n]['windows measured shape']:.3f} | "
               f"{figures[n][_label(PLAIN_BM25)]:.3f} | {cur} | {v:.3f} | {labels[i]} |")
     print(f"| mean | {statistics.mean(refs.values()):.3f} | "
-          f"{statistics.mean(figures[n]['windows chunk shape'] for n in names):.3f} | "
+          f"{statistics.mean(figures[n]['windows measured shape'] for n in names):.3f} | "
           f"{statistics.mean(figures[n][_label(PLAIN_BM25)] for n in names):.3f} | "
           + (f"{statistics.mean(scores[current][n] for n in names):.3f}" if current is not None else "–")
           + f" | {statistics.mean(v for _, v in held.values()):.3f} | |")
@@ -141,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", default="/tmp/mindnet-bench-loo")
     parser.add_argument("--cells", default="foam,rust,xquad")
     parser.add_argument("--max-queries", type=int, default=300)
+    parser.add_argument("--plain-query", action="store_true", help="the plain union query, not strict=True")
     parser.add_argument("--out", default=None, help="write the figures (JSON) here, for --merge")
     parser.add_argument("--merge", nargs="+", default=None, help="report the figures of several --out files")
     args = parser.parse_args(argv)

@@ -58,7 +58,7 @@ from .points import (
     sync_state,
 )
 from .quality_tier import E5Mark
-from .store import CHUNK_BM25, AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec
+from .store import CHUNK_BM25, PLAIN_BM25, AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec
 from .text import content_hash
 from .vault import Note, read_vault
 
@@ -145,11 +145,12 @@ def chunking_hash(settings: Settings) -> str:
         "recursive_by_type": {k: dataclasses.astuple(v) for k, v in sorted(settings.recursive_by_type.items())},
         "prefix": settings.embed_title_prefix,
         "context": [settings.dense_context, settings.lexical_sections],
-        "bm25": dataclasses.astuple(CHUNK_BM25),
         "languages": list(settings.languages),
         "chunker": CHUNKER_VERSION,
         "edges": EDGE_LAYOUT,
     }
+    if CHUNK_BM25 != PLAIN_BM25:  # absent at the engine's defaults: stores built before the shape existed stay current
+        parts["bm25"] = dataclasses.astuple(CHUNK_BM25)
     return content_hash(json.dumps(parts, sort_keys=True, default=str))
 
 

@@ -35,7 +35,7 @@ from .client import ClientStore
 from .copy import copy_store
 from .embedded import EdgeStore
 from .lease import ImportLease
-from .lexical import CHUNK_BM25, SPARSE_VECTOR, Bm25Shape, lexical_document, lexical_query
+from .lexical import CHUNK_BM25, MEASURED_BM25, PLAIN_BM25, SPARSE_VECTOR, Bm25Shape, lexical_document, lexical_query
 from .records import (
     COLLECTIONS,
     ID_FIELDS,
@@ -64,6 +64,8 @@ __all__ = [
     "ID_FIELDS",
     "ID_NAMESPACE",
     "KEYWORD_INDEXES",
+    "MEASURED_BM25",
+    "PLAIN_BM25",
     "PREFIX_INDEXED",
     "SCHEMA_VERSION",
     "SPARSE_VECTOR",

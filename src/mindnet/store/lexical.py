@@ -37,14 +37,16 @@ class Bm25Shape:
 
 PLAIN_BM25 = Bm25Shape()
 """The engine's defaults, for documents of ~256 tokens."""
-CHUNK_BM25 = Bm25Shape(k=1.2, b=0.3, avg_len=64.0)
-"""mindnet's chunks (issue 15): they hold ~90 BM25 tokens (foam-docs 89, XQuAD 80), far below the
-engine's assumed 256, so with its defaults every document counted as short and a term's weight
-saturated at its first occurrence (an effective k of ~0.6): a chunk that names a word once scored
-like a paragraph about it. The assumed average is set near the real one; `b` is low because a
-section's first chunk indexes the whole section (`points.contextual_lexical`), several chunks
-long, and a full length penalty buried it. Picked by leave-one-cell-out over the 12 cells of
-`bench/search.py loo` (BM25 list, nDCG@5); in `sync.chunking_hash`, so stores are rebuilt."""
+MEASURED_BM25 = Bm25Shape(k=1.2, b=0.3, avg_len=64.0)
+"""The shape `bench/bm25_shape.py` picks for mindnet's chunks in all 12 leave-one-cell-out folds
+(issue 15): chunks hold ~90 BM25 tokens (foam-docs 89, XQuAD 80), far below the engine's assumed
+256, so with its defaults every document counts as short and a term's weight saturates at its
+first occurrence (an effective k of ~0.6); `b` is low because a section's first chunk indexes the
+whole section (`points.contextual_lexical`). It lifts the BM25 list (mean nDCG@5 0.728 -> 0.745
+with `lexical_query(strict=True)`) but not the default's fusion out of sample, so it is not the
+import's shape yet."""
+CHUNK_BM25 = PLAIN_BM25
+"""The shape the import indexes chunks with (in `sync.chunking_hash` when it is not the engine's)."""
 
 _WORD = re.compile(r"[^\W_]+")
 """A word as Edge's word tokenizer cuts them (letters and digits; `_`, `::` and `-` split)."""
@@ -85,12 +87,13 @@ def lexical_document(text: str, lang: str | None, shape: Bm25Shape = CHUNK_BM25)
     return SparseVec(tuple(vec.indices), tuple(vec.values))
 
 
-def lexical_query(text: str, langs: Iterable[str | None] = ("de", "en")) -> SparseVec:
-    """BM25 query vector: each query word under each language's rules, every term weighing 1.0.
+def lexical_query(text: str, langs: Iterable[str | None] = ("de", "en"), *, strict: bool = False) -> SparseVec:
+    """BM25 query vector: the query under each language's rules, every term weighing 1.0.
 
     A vault mixes German and English chunks, each stemmed by its own language, and a query's
-    language is a guess, so each word is encoded under every language and the union matches
-    either form. Two things keep the guess from adding noise (issue 15):
+    language is a guess, so the query is encoded under every language and the union matches
+    either form. With `strict` (measured in issue 15, not the default: it lifts the BM25 list but
+    not the fusion tuned on the plain union), two rules keep the guess from adding noise:
 
     * a word that is a stopword in any of the languages is left out under all of them: under
       English rules a German `die`, `als` or `eine` is a rare word, and `als`, stemmed to `al`,
@@ -101,8 +104,12 @@ def lexical_query(text: str, langs: Iterable[str | None] = ("de", "en")) -> Spar
     """
     langs = tuple(dict.fromkeys(langs))
     indices: set[int] = set()
-    for word in dict.fromkeys(_WORD.findall(text)):
-        indices.update(_word_terms(word, langs))
+    if strict:
+        for word in dict.fromkeys(_WORD.findall(text)):
+            indices.update(_word_terms(word, langs))
+    else:
+        for lang in langs:
+            indices.update(_bm25(lang).embed_query(text).indices)
     ordered = tuple(sorted(indices))
     return SparseVec(ordered, (1.0,) * len(ordered))
 
