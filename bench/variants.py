@@ -80,9 +80,9 @@ class Bm25Index:
         self._finish(len(keys), postings)
         return self
 
-    def search(self, query: str, languages: Sequence[str]) -> list[tuple[str, float]]:
+    def search(self, query: str, languages: Sequence[str], *, strict: bool = False) -> list[tuple[str, float]]:
         scores: dict[int, float] = {}
-        for t in lexical_query(query, languages).indices:
+        for t in lexical_query(query, languages, strict=strict).indices:
             idf = self.idf.get(t)
             if idf is None:
                 continue

@@ -19,7 +19,7 @@ from .config import Settings
 from .links import Link, Resolver, transclusions
 
 if TYPE_CHECKING:
-    from .store import PointRecord, SparseVec
+    from .store import Bm25Shape, PointRecord, SparseVec
 
 # The store (and Qdrant with it) is imported by the functions that build points, not here:
 # `chunk_payload` is all that `mindnet-chunk` needs of this module.
@@ -175,7 +175,7 @@ def _unit(m: np.ndarray) -> np.ndarray:  # type: ignore[type-arg]
 
 
 def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transcluded],
-                       sections: bool) -> list[SparseVec]:
+                       sections: bool, shape: Bm25Shape | None = None) -> list[SparseVec]:
     """Each chunk's BM25 vector; with `sections`, the first chunk of each H2 section indexes the
     whole section (title, section path, every chunk's text), the others their own text.
 
@@ -183,10 +183,12 @@ def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transc
     single chunks ranks a chunk that repeats the title above the section that answers. The
     section's words go into one point only, so a term's document frequency (the engine's IDF)
     still counts it once per section, not once per chunk of a long section; the later chunks
-    keep their own text so an exact match still finds the chunk that holds it.
+    keep their own text so an exact match still finds the chunk that holds it. `shape` is BM25's
+    document constants (None: the import's `CHUNK_BM25`; `bench/bm25_shape.py` tries others).
     """
-    from .store import lexical_document
+    from .store import CHUNK_BM25, lexical_document
 
+    shape = shape or CHUNK_BM25
     members: dict[tuple[str, str], list[Chunk]] = {}
     for c in chunks:
         members.setdefault(section_key(c), []).append(c)
@@ -200,7 +202,7 @@ def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transc
         else:
             text = "\n".join([c.note_title, section_key(c)[1].replace("/", " "),
                               *(t for g in group for t in (g.text, *(x for _, x in transcluded.get(g.chunk_id, ()))))])
-        out.append(lexical_document(text, c.lang))  # one encoding per chunk, its own or its section's
+        out.append(lexical_document(text, c.lang, shape))  # one encoding per chunk, its own or its section's
     return out
 
 

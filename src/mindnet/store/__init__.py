@@ -35,7 +35,7 @@ from .client import ClientStore
 from .copy import copy_store
 from .embedded import EdgeStore
 from .lease import ImportLease
-from .lexical import SPARSE_VECTOR, lexical_document, lexical_query
+from .lexical import CHUNK_BM25, MEASURED_BM25, PLAIN_BM25, SPARSE_VECTOR, Bm25Shape, lexical_document, lexical_query
 from .records import (
     COLLECTIONS,
     ID_FIELDS,
@@ -59,15 +59,19 @@ from .records import (
 )
 
 __all__ = [
+    "CHUNK_BM25",
     "COLLECTIONS",
     "ID_FIELDS",
     "ID_NAMESPACE",
     "KEYWORD_INDEXES",
+    "MEASURED_BM25",
+    "PLAIN_BM25",
     "PREFIX_INDEXED",
     "SCHEMA_VERSION",
     "SPARSE_VECTOR",
     "TEXT_INDEXES",
     "AnyOf",
+    "Bm25Shape",
     "ClientStore",
     "CollectionName",
     "Condition",
