@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import astuple, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -50,7 +50,7 @@ from .embedding import CachedEmbedder, Embedder, EmbeddingCache
 from .errors import InputError, MindnetError, VaultNotFoundError
 from .points import DENSE_VECTOR, E5_VECTOR, chunk_point
 from .search import Hit, Mode, Searcher, SearchTuning
-from .store import CHUNK_BM25, PLAIN_BM25, PointRecord, Store, StoreSchema, VectorSpec
+from .store import CHUNK_BM25, PointRecord, Store, StoreSchema, VectorSpec, shape_fingerprint
 from .store import open_store as open_store_at
 from .sync import store_dir
 from .text import content_hash, line_starts
@@ -551,7 +551,7 @@ def opened_fixed(vault: str | Path, folder: str | Path, settings: Settings,
     root = Path(folder)
     root.mkdir(parents=True, exist_ok=True)
     notes = read_vault(vault, settings).notes
-    shape = [] if CHUNK_BM25 == PLAIN_BM25 else [list(astuple(CHUNK_BM25))]  # the baseline is BM25 as the import's
+    shape = [bm25] if (bm25 := shape_fingerprint(CHUNK_BM25)) else []  # the baseline is BM25 as the import's
     fingerprint = content_hash(json.dumps([FIXED_WINDOW_TOKENS, embedder.model_id, *shape,
                                            sorted((n.note_id, n.content_hash) for n in notes)]))
     mark = root / "fingerprint.txt"

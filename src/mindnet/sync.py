@@ -59,7 +59,7 @@ from .points import (
     sync_state,
 )
 from .quality_tier import E5Mark
-from .store import CHUNK_BM25, PLAIN_BM25, AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec
+from .store import CHUNK_BM25, AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec, shape_fingerprint
 from .text import content_hash
 from .vault import Note, read_vault
 
@@ -153,8 +153,8 @@ def chunking_hash(settings: Settings) -> str:
         "chunker": CHUNKER_VERSION,
         "edges": EDGE_LAYOUT,
     }
-    if CHUNK_BM25 != PLAIN_BM25:  # absent at the engine's defaults: stores built before the shape existed stay current
-        parts["bm25"] = dataclasses.astuple(CHUNK_BM25)
+    if bm25 := shape_fingerprint(CHUNK_BM25):  # absent at the engine's defaults: older stores stay current
+        parts["bm25"] = bm25
     return content_hash(json.dumps(parts, sort_keys=True, default=str))
 
 

@@ -35,7 +35,16 @@ from .client import ClientStore
 from .copy import copy_store
 from .embedded import EdgeStore
 from .lease import ImportLease
-from .lexical import CHUNK_BM25, MEASURED_BM25, PLAIN_BM25, SPARSE_VECTOR, Bm25Shape, lexical_document, lexical_query
+from .lexical import (
+    CHUNK_BM25,
+    MEASURED_BM25,
+    PLAIN_BM25,
+    SPARSE_VECTOR,
+    Bm25Shape,
+    lexical_document,
+    lexical_query,
+    shape_fingerprint,
+)
 from .records import (
     COLLECTIONS,
     ID_FIELDS,
@@ -94,6 +103,7 @@ __all__ = [
     "lexical_query",
     "open_store",
     "point_id",
+    "shape_fingerprint",
 ]
 
 

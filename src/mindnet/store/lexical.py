@@ -13,12 +13,15 @@ import contextlib
 import functools
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
+from typing import TYPE_CHECKING
 
 import qdrant_edge as qe
-import Stemmer
 
 from .records import SparseVec
+
+if TYPE_CHECKING:
+    import Stemmer
 
 SPARSE_VECTOR = "bm25"
 """Name of the lexical sparse vector. Every collection has it, because Edge needs at least one
@@ -48,6 +51,12 @@ import's shape yet."""
 CHUNK_BM25 = PLAIN_BM25
 """The shape the import indexes chunks with (in `sync.chunking_hash` when it is not the engine's)."""
 
+
+def shape_fingerprint(shape: Bm25Shape) -> list[float]:
+    """`shape`'s constants for a store's content hash; empty at the engine's defaults, so stores and
+    baselines built before the shape existed stay current (`sync.chunking_hash`, the eval's windows)."""
+    return [] if shape == PLAIN_BM25 else list(astuple(shape))
+
 _WORD = re.compile(r"[^\W_]+")
 """A word as Edge's word tokenizer cuts them (letters and digits; `_`, `::` and `-` split)."""
 
@@ -68,9 +77,13 @@ def _bm25(lang: str | None, shape: Bm25Shape = CHUNK_BM25) -> qe.Bm25:
 
 @functools.cache
 def _stemmer(lang: str | None) -> Stemmer.Stemmer | None:
-    """PyStemmer's Snowball stemmer for a language (it takes ISO 639-1 codes), None when it has none."""
+    """PyStemmer's Snowball stemmer for a language (it takes ISO 639-1 codes), None when it has none.
+
+    Imported here: only `lexical_query(strict=True)` (opt-in) stems, so a store open does not load it.
+    """
     if not lang:
         return None
+    import Stemmer
     try:
         return Stemmer.Stemmer(lang)
     except KeyError:
