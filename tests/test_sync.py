@@ -49,6 +49,14 @@ def run(vault: Path, quality: Embedder | None = None, **kw: Any) -> Any:
         return index.import_vault(e5=quality is not None, **kw), embedder
 
 
+def clean_import(vault: Path) -> Path:
+    """A copy of `vault` without its store, imported from scratch: what an incremental run must equal."""
+    clean = vault.parent / "clean"
+    shutil.copytree(vault, clean, ignore=shutil.ignore_patterns(".mindnet"))
+    run(clean)
+    return clean
+
+
 def snapshot(vault: Path) -> dict[str, dict[str, str]]:
     """Every point id with a hash of its payload, per collection."""
     return {
@@ -143,9 +151,7 @@ def test_deleting_a_note_removes_its_points_and_unresolves_links(vault: Path) ->
     target.write_bytes(saved)
     back, _ = run(vault)
     assert back.notes_new == 1
-    clean = vault.parent / "clean"
-    shutil.copytree(vault, clean, ignore=shutil.ignore_patterns(".mindnet"))
-    run(clean)
+    clean = clean_import(vault)
     assert snapshot(vault) == snapshot(clean)
 
 
@@ -341,9 +347,7 @@ def test_note_edited_back_after_a_run_killed_before_the_store_closed_is_rewritte
     note.write_bytes(original)
     summary, _ = run(vault)
     assert summary.notes_changed == 1
-    clean = vault.parent / "clean"
-    shutil.copytree(vault, clean, ignore=shutil.ignore_patterns(".mindnet"))
-    run(clean)
+    clean = clean_import(vault)
     diff = differences(payloads(vault), payloads(clean))
     assert not diff, "\n".join(diff)
 
