@@ -95,7 +95,15 @@ and compete with it, as they would in a real documentation vault."""
 
 
 def msdocs_slice_notes(docs: Path = MSDOCS / "docs") -> list[str]:
-    """The slice's notes, paths relative to `docs` (the judgement keys), sorted."""
+    """The slice's notes, paths relative to `docs` (the judgement keys), sorted.
+
+    Raises:
+        SystemExit: a slice folder is missing (no shared corpus): one line naming it, since an
+            empty slice would only surface later as every judged note missing from the store.
+    """
+    for top in MSDOCS_SLICE:
+        if not (docs / top).is_dir():
+            raise SystemExit(f"{docs / top}: msdocs corpus folder not found (shared corpora go next to the repo)")
     return sorted(p.relative_to(docs).as_posix() for top in MSDOCS_SLICE for p in (docs / top).rglob("*.md"))
 
 

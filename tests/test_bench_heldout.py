@@ -105,6 +105,13 @@ def test_the_vault_holds_exactly_the_slice(tmp_path_factory: pytest.TempPathFact
         assert (vault / rel).read_bytes() == (docs / rel).read_bytes()
 
 
+def test_a_missing_corpus_is_one_line_naming_the_folder(tmp_path: Path) -> None:
+    (tmp_path / cells.MSDOCS_SLICE[0]).mkdir(parents=True)
+    with pytest.raises(SystemExit, match=f"{tmp_path / cells.MSDOCS_SLICE[1]}: msdocs corpus folder not found"):
+        cells.msdocs_vault(tmp_path / "vault", tmp_path)
+    assert not (tmp_path / "vault").exists()
+
+
 def test_every_judged_note_is_in_the_slice() -> None:
     docs = corpus("msdocs-skype-teams-de/docs")
     notes = set(cells.msdocs_slice_notes(docs))
