@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from _common import CORPORA
+from _common import CORPORA, MSDOCS
 from mindnet.config import Settings, load_settings
 from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder
 from mindnet.evaluation import (
@@ -80,6 +80,49 @@ CELLS: tuple[CellSpec, ...] = (
 )
 """Every dev cell; `--cells` picks a subset by name prefix."""
 
+HELD_OUT: tuple[CellSpec, ...] = (
+    CellSpec("msdocs de→de", "msdocs", "msdocs-de.jsonl"),
+    CellSpec("msdocs en→de", "msdocs", "msdocs-en.jsonl"),
+)
+"""Report-only cells (`bench/search.py heldout`): questions on a slice of the German Microsoft docs,
+written after every knob was chosen. No selection ever looks at them, so `loo` and `grid` never
+read them; they are the figure nobody tuned on."""
+
+MSDOCS_SLICE: tuple[str, ...] = ("Skype/SfbHybrid", "Skype/SfbOnline", "Teams/rooms")
+"""The held-out vault: every `.md` below these folders of `msdocs-skype-teams-de/docs` (195 notes).
+Three whole folders, not a sample, so the near neighbours of every judged note are in the vault too
+and compete with it, as they would in a real documentation vault."""
+
+
+def msdocs_slice_notes(docs: Path = MSDOCS / "docs") -> list[str]:
+    """The slice's notes, paths relative to `docs` (the judgement keys), sorted.
+
+    Raises:
+        SystemExit: a slice folder is missing (no shared corpus): one line naming it, since an
+            empty slice would only surface later as every judged note missing from the store.
+    """
+    for top in MSDOCS_SLICE:
+        if not (docs / top).is_dir():
+            raise SystemExit(f"{docs / top}: msdocs corpus folder not found (shared corpora go next to the repo)")
+    return sorted(p.relative_to(docs).as_posix() for top in MSDOCS_SLICE for p in (docs / top).rglob("*.md"))
+
+
+def msdocs_vault(folder: Path, docs: Path = MSDOCS / "docs") -> Path:
+    """Copies of the slice's notes under `folder` (folders kept), rewritten only when missing or
+    different; a file that is not in the slice is removed, so the vault is always exactly the rule."""
+    wanted = msdocs_slice_notes(docs)
+    for rel in wanted:
+        src, dst = docs / rel, folder / rel
+        text = src.read_bytes()
+        if not dst.is_file() or dst.read_bytes() != text:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(text)
+    keep = set(wanted)
+    for stale in folder.rglob("*.md"):
+        if ".mindnet" not in stale.parts and stale.relative_to(folder).as_posix() not in keep:
+            stale.unlink()
+    return folder
+
 
 def mixed_vault(folder: Path, seed: int = MIXED_SEED) -> Path:
     """Copies of the rustbook chapters, half German and half English, drawn once by `seed`.
@@ -107,6 +150,7 @@ def corpus_paths(work: Path, xquad_n: int | None) -> dict[str, tuple[Path, Path]
         "rust-de": (CORPORA / "rustbook-de/src", work / "rustbook-de"),
         "rust-en": (CORPORA / "rustbook-en/src", work / "rustbook-en"),
         "rust-mixed": (work / "rustbook-mixed-vault", work / "rustbook-mixed"),
+        "msdocs": (work / "msdocs-slice-vault", work / "msdocs-slice"),
     }
     for lang in ("de", "en"):
         out[f"xquad-{lang}"] = (work / f"xquad-{lang}" / "vault", work / f"xquad-{lang}" / "store")
@@ -135,6 +179,8 @@ def open_corpora(stack: contextlib.ExitStack, work: Path, embedder: Embedder, se
         key: dict[str, str] | None = None
         if name == "rust-mixed":
             mixed_vault(vault)
+        if name == "msdocs":
+            msdocs_vault(vault)
         if name.startswith("xquad-"):
             key = write_beir_vault(load_beir(CORPORA / "xquad/beir" / name.removeprefix("xquad-")), vault)
         started = time.perf_counter()
@@ -203,5 +249,6 @@ def base_settings() -> Settings:
 
 
 
-__all__ = ["CELLS", "CellSpec", "base_settings", "cell_queries", "corpus_paths", "leave_one_out", "mixed_vault",
-           "open_corpora", "pick", "shared_embedder"]
+__all__ = ["CELLS", "HELD_OUT", "MSDOCS_SLICE", "CellSpec", "base_settings", "cell_queries", "corpus_paths",
+           "leave_one_out", "mixed_vault", "msdocs_slice_notes", "msdocs_vault", "open_corpora", "pick",
+           "shared_embedder"]

@@ -7,6 +7,7 @@ Commands, run from the repo root:
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
     .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants] [--floor]
         [--e5 [--e5-fixed] [--e5-latency CELL]]
+    .venv/bin/python bench/search.py heldout [--work DIR] [--out FILE]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50] [--e5 [--parts]] [--keep DIR]
     .venv/bin/python bench/search.py threaded-check --work COPY_OF_LOO_E5_WORK
 
@@ -29,6 +30,11 @@ with; means per direction class (same language, cross-lingual, mixed vault); how
 exceed e5's 512-token window. `--e5-fixed` gives the fixed-window baseline an e5 twin ("dense e5
 (fixed)"); `--e5-latency CELL` times the tier's query cost there. Without `--e5`, `loo` never
 fuses the tier, even on a store that holds it.
+
+`heldout` prints the report-only cells (`cells.HELD_OUT`: msdocs de→de and en→de, questions on a
+fixed slice of the German Microsoft Teams/Skype docs, `cells.MSDOCS_SLICE`) for the four single
+lists and the hybrid default, nDCG@5/@10, recall@10 and MRR@10. Nothing is chosen on them: `loo`,
+`grid` and `eval` never read these questions, so a knob tuned on them would have to be tuned by hand.
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
 (kept, so a second run reuses the embedding cache) and prints one metrics table per question
@@ -533,13 +539,20 @@ class CellLists:
     """The real store's searcher (still open): the variants read its chunks."""
 
 
-def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace) -> list[CellLists]:
-    """Open every corpus the chosen cells need (built once under `--work`) and fetch each cell's lists."""
+def loo_cells(prefixes: str) -> list[cells.CellSpec]:
+    """The dev cells `loo` selects on, by name prefix (all when empty); never a held-out cell."""
+    return [c for c in cells.CELLS if not prefixes or any(c.name.startswith(p) for p in prefixes.split(","))]
+
+
+def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace,
+                wanted: Sequence[cells.CellSpec] | None = None) -> list[CellLists]:
+    """Open every corpus the cells need (built once under `--work`) and fetch each cell's lists;
+    the cells are `loo`'s (by `--cells`) unless `wanted` names others."""
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     embedder = cells.shared_embedder(work)
     stack.callback(embedder.cache.close)
-    wanted = [c for c in cells.CELLS if not args.cells or any(c.name.startswith(p) for p in args.cells.split(","))]
+    wanted = loo_cells(args.cells) if wanted is None else wanted
     corpora = cells.open_corpora(stack, work, embedder, cells.base_settings(),
                                  {c.corpus for c in wanted}, args.max_queries)
     corpora = e5_corpora(stack, work, corpora, fixed=args.e5_fixed) if args.e5 else without_e5(corpora)
@@ -974,6 +987,42 @@ def print_e5_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
     for cell, parts in latency.items():
         print(f"\ne5 query cost on {cell}: " + ", ".join(f"{k} p50 {v['p50']:.1f} / p95 {v['p95']:.1f} ms"
                                                     for k, v in parts.items()))
+
+
+HELD_OUT_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("bm25 (fixed)", "fixed", "lexical"), ("dense (fixed)", "fixed", "dense"),
+    ("bm25", "real", "lexical"), ("dense", "real", "dense"), ("hybrid default", "real", "hybrid"))
+"""The rows of `heldout`: (label, which store's lists, mode). The hybrid row is `SearchTuning()`."""
+
+
+def heldout_metrics(cl: CellLists) -> dict[str, Metrics]:
+    """Every row's metrics on one held-out cell, all at today's defaults: nothing is chosen here."""
+    return {label: replay(getattr(cl, store), mode, SearchTuning())["all"] for label, store, mode in HELD_OUT_ROWS}
+
+
+def heldout_table(results: dict[str, dict[str, Metrics]], sizes: dict[str, int]) -> str:
+    """One Markdown row per (cell, run): nDCG@5, nDCG@10, recall@10, MRR@10."""
+    lines = ["| cell | n | run | nDCG@5 | nDCG@10 | recall@10 | MRR@10 |", "|---|---|---|---|---|---|---|"]
+    for cell, rows in results.items():
+        for label, m in rows.items():
+            lines.append(f"| {cell} | {sizes[cell]} | {label} | {m.ndcg_5:.3f} | {m.ndcg_10:.3f} | "
+                         f"{m.recall_10:.3f} | {m.mrr:.3f} |")
+    return "\n".join(lines)
+
+
+def run_heldout(args: argparse.Namespace) -> None:
+    """The report-only cells (`cells.HELD_OUT`) at the current defaults; prints, never selects."""
+    args.cells, args.e5, args.e5_fixed, args.max_queries = "", False, False, None
+    with contextlib.ExitStack() as stack:
+        fetched = fetch_cells(stack, args, cells.HELD_OUT)
+        results = {c.name: heldout_metrics(c) for c in fetched}
+        sizes = {c.name: len(c.real.queries) for c in fetched}
+    print(f"\n### held-out cells (report only; slice: {', '.join(cells.MSDOCS_SLICE)})\n")
+    print(heldout_table(results, sizes))
+    if args.out:
+        Path(args.out).write_text(json.dumps({c: {k: dataclasses.asdict(m) for k, m in rows.items()}
+                                              for c, rows in results.items()}, indent=1, ensure_ascii=False),
+                                  encoding="utf-8")
 
 
 def run_loo_table(args: argparse.Namespace) -> None:
@@ -1442,6 +1491,9 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--e5", action="store_true", help="fill the e5 tier of every cell's store and measure it")
     lo.add_argument("--e5-fixed", action="store_true", help="with --e5: the fixed-window baselines too")
     lo.add_argument("--e5-latency", default="", help="with --e5: time e5's query cost on this cell (50 queries)")
+    ho = sub.add_parser("heldout", help="the report-only cells (msdocs) at the current defaults")
+    ho.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused (as loo's)")
+    ho.add_argument("--out", default=None, help="also write the figures (JSON) here")
     lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
     lt.add_argument("files", nargs="+")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
@@ -1461,6 +1513,8 @@ def main(argv: list[str] | None = None) -> int:
         run_grid(args)
     elif args.command == "loo":
         run_loo(args)
+    elif args.command == "heldout":
+        run_heldout(args)
     elif args.command == "loo-table":
         run_loo_table(args)
     elif args.command == "threaded-check":
