@@ -528,6 +528,40 @@ def loo_tunings() -> list[SearchTuning]:
     return list(dict.fromkeys(out))
 
 
+JOINT_SAME = (0.5, 0.75, 1.0, 1.25, 1.5)
+"""Same-language lexical weights of `joint_tunings`: a stronger BM25 list (the measured shape and
+strict query) may deserve a weight the old list did not."""
+
+
+def joint_tunings() -> list[SearchTuning]:
+    """`loo --representation`: `loo_tunings` plus the knobs that plausibly interact with a new
+    representation, at the default's structure (slots on, the title/alias list at its weights).
+
+    With the note mix (`dense_note_tokens`) a note's chunks carry its topic, so the note sum
+    counts the note twice: note sum 0 beside 0.05. A stronger or weaker BM25 list moves the
+    lexical weight and the feedback list's worth: same 0.5 to 1.5 crossed with feedback 0, 0.25,
+    0.5 and rrf_k 5, 10, 20.
+    """
+    out = loo_tunings()
+    for rrf_k in (5, 10, 20):
+        for same in JOINT_SAME:
+            for note_sum in (0.0, 0.05):
+                for feedback in (0.0, 0.25, 0.5):
+                    out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, note_sum_weight=note_sum,
+                                            feedback_weight=feedback))
+    return list(dict.fromkeys(out))
+
+
+REPRESENTATIONS: dict[str, dict[str, object]] = {
+    "base": {},
+    "dnt60": {"dense_note_tokens": 60.0},
+    "bm25m": {"lexical_shape": "measured", "lexical_strict": True},
+    "dnt60+bm25m": {"dense_note_tokens": 60.0, "lexical_shape": "measured", "lexical_strict": True},
+}
+"""`loo --representation`: how chunks are stored and BM25 asked, as Settings overrides; each needs
+its own stores (its own `--work`). `base` is today's default and the yardstick of `loo-table --joint`."""
+
+
 @dataclasses.dataclass
 class CellLists:
     """One cell fetched: its lists over mindnet's chunks and over the fixed windows."""
@@ -553,7 +587,8 @@ def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace,
     embedder = cells.shared_embedder(work)
     stack.callback(embedder.cache.close)
     wanted = loo_cells(args.cells) if wanted is None else wanted
-    corpora = cells.open_corpora(stack, work, embedder, cells.base_settings(),
+    overrides = REPRESENTATIONS[args.representation] if getattr(args, "representation", None) else {}
+    corpora = cells.open_corpora(stack, work, embedder, cells.base_settings(overrides),
                                  {c.corpus for c in wanted}, args.max_queries)
     corpora = e5_corpora(stack, work, corpora, fixed=args.e5_fixed) if args.e5 else without_e5(corpora)
     out = []
@@ -823,7 +858,11 @@ def run_loo(args: argparse.Namespace) -> None:
         names = [c.name for c in fetched]
         result: dict[str, object] = {"cells": names, "sizes": {c.name: len(c.real.queries) for c in fetched},
                                      "singles": {c.name: single_scores(c) for c in fetched}}
-        tunings = floor_tunings() if getattr(args, "floor", False) else loo_tunings()
+        representation = getattr(args, "representation", None)
+        if representation:
+            result["representation"] = representation
+        tunings = (floor_tunings() if getattr(args, "floor", False)
+                   else joint_tunings() if representation else loo_tunings())
         started = time.perf_counter()
         choices: dict[str, dict[str, dict[str, float]]] = {
             "hybrid": {_tuning_label(t): {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
@@ -1487,6 +1526,8 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--max-queries", type=int, default=300, help="XQuAD questions per cell (fixed sample)")
     lo.add_argument("--variants", action="store_true", help="also measure the candidate lists (bench/variants.py)")
     lo.add_argument("--floor", action="store_true", help="replay the dense-floor grid instead of the full one")
+    lo.add_argument("--representation", choices=tuple(REPRESENTATIONS), default=None,
+                    help="store and query with this representation (own --work) and replay the joint grid")
     lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")
     lo.add_argument("--e5", action="store_true", help="fill the e5 tier of every cell's store and measure it")
     lo.add_argument("--e5-fixed", action="store_true", help="with --e5: the fixed-window baselines too")
