@@ -1065,7 +1065,101 @@ def run_heldout(args: argparse.Namespace) -> None:
 
 
 def run_loo_table(args: argparse.Namespace) -> None:
-    print_tables([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.files])
+    results = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.files]
+    if args.joint:
+        print_joint_tables(joint_results(results))
+    else:
+        print_tables(results)
+
+
+# -- loo-table --joint: (representation, fusion setting) chosen together ----------------------------
+
+JOINT_BASE = "base"
+"""The representation whose single lists (with the fixed windows) are every choice's yardstick."""
+
+
+def joint_results(results: Sequence[dict]) -> dict:  # type: ignore[type-arg]
+    """`loo --representation` files (any cells, any representations) merged per representation, and
+    one choice set over their union: each label `representation | setting`.
+
+    The yardstick does not move with the knob: every margin is over the *base* representation's
+    best single list (BM25 and dense over its chunks, both over fixed windows), so a representation
+    cannot win by weakening its own singles. Raises ValueError when base is missing or when the
+    representations do not cover the same cells.
+    """
+    groups: dict[str, list[dict]] = {}  # type: ignore[type-arg]
+    for r in results:
+        groups.setdefault(r.get("representation", JOINT_BASE), []).append(r)
+    if JOINT_BASE not in groups:
+        raise ValueError(f"loo-table --joint needs the {JOINT_BASE!r} representation's files")
+    merged = {rep: merge_results(rs) for rep, rs in groups.items()}
+    names = merged[JOINT_BASE]["cells"]
+    for rep, m in merged.items():
+        if sorted(m["cells"]) != sorted(names):
+            raise ValueError(f"representation {rep!r} covers {sorted(m['cells'])}, base {sorted(names)}")
+    base_singles = merged[JOINT_BASE]["singles"]
+    refs = {n: max(base_singles[n][s] for s in SINGLES) for n in names}
+    union = {f"{rep} | {label}": per for rep, m in merged.items() for label, per in m["choices"]["hybrid"].items()}
+    today = {_tuning_label(t) for t in loo_tunings()}
+    before = {label: per for label, per in merged[JOINT_BASE]["choices"]["hybrid"].items() if label in today}
+    return {"cells": names, "sizes": merged[JOINT_BASE]["sizes"], "refs": refs,
+            "default": merged[JOINT_BASE]["default"],
+            "singles": {rep: m["singles"] for rep, m in merged.items()},
+            "own": {rep: m["choices"]["hybrid"] for rep, m in merged.items()},
+            "before": before, "after": union}
+
+
+def held_and_inside(choices: dict[str, dict[str, float]], refs: dict[str, float], names: Sequence[str]
+                    ) -> tuple[dict[str, tuple[str, float]], str]:
+    """Per held-out cell (label picked on the others, its figure there), and the in-sample pick."""
+    labels = list(choices)
+    scores = {i: choices[lab] for i, lab in enumerate(labels)}
+    held = cells.leave_one_out(scores, refs, names)
+    return {n: (labels[i], v) for n, (i, v) in held.items()}, labels[cells.pick(scores, refs, names)]
+
+
+def print_joint_tables(j: dict) -> None:  # type: ignore[type-arg]
+    """Before (base, today's grid) and after (the joint choice), OOS beside in sample, and the singles."""
+    names, refs = j["cells"], j["refs"]
+    before, before_in = held_and_inside(j["before"], refs, names)
+    after, after_in = held_and_inside(j["after"], refs, names)
+    base = j["singles"][JOINT_BASE]
+    print(f"\n## joint choice: {len(j['after'])} (representation, setting) pairs; before: base with today's "
+          f"{len(j['before'])} settings; margins over base's best single list\n")
+    print("| cell | n | " + " | ".join(SINGLES) + " | before OOS | before in sample | after OOS | after in sample "
+          "| after − before | after − best single | fold's representation |")
+    print("|" + "---|" * (len(SINGLES) + 9))
+    for n in names:
+        print(f"| {n} | {j['sizes'][n]} | " + " | ".join(f"{base[n][s]:.3f}" for s in SINGLES)
+              + f" | {before[n][1]:.3f} | {j['before'][before_in][n]:.3f} | {after[n][1]:.3f}"
+              + f" | {j['after'][after_in][n]:.3f} | {after[n][1] - before[n][1]:+.3f} | {after[n][1] - refs[n]:+.3f}"
+              + f" | {after[n][0].split(' | ')[0]} |")
+    mean = statistics.mean
+    print("| mean | | " + " | ".join(f"{mean(base[n][s] for n in names):.3f}" for s in SINGLES)
+          + f" | {mean(before[n][1] for n in names):.3f} | {mean(j['before'][before_in][n] for n in names):.3f}"
+          + f" | {mean(after[n][1] for n in names):.3f} | {mean(j['after'][after_in][n] for n in names):.3f}"
+          + f" | {mean(after[n][1] - before[n][1] for n in names):+.3f} | |")
+    print(f"\nbefore, in sample: {before_in}\nafter, in sample: {after_in}")
+    for n in names:
+        print(f"  held out {n}: {after[n][0]}")
+    reps = list(j["singles"])
+    print("\n### single lists per representation (no knobs), beside the base's fixed windows\n")
+    print("| cell | bm25 (fixed) | dense (fixed) | " + " | ".join(f"{rep} bm25 | {rep} dense" for rep in reps) + " |")
+    print("|" + "---|" * (3 + 2 * len(reps)))
+    for n in names:
+        print(f"| {n} | {base[n]['bm25 (fixed)']:.3f} | {base[n]['dense (fixed)']:.3f} | " + " | ".join(
+            f"{j['singles'][rep][n]['bm25']:.3f} | {j['singles'][rep][n]['dense']:.3f}" for rep in reps) + " |")
+    print("| mean | " + f"{mean(base[n]['bm25 (fixed)'] for n in names):.3f} | "
+          f"{mean(base[n]['dense (fixed)'] for n in names):.3f} | " + " | ".join(
+              f"{mean(j['singles'][rep][n]['bm25'] for n in names):.3f} | "
+              f"{mean(j['singles'][rep][n]['dense'] for n in names):.3f}" for rep in reps) + " |")
+    print("\n### each representation alone: its own grid, OOS (margins over base's best single)\n")
+    print("| representation | " + " | ".join(names) + " | mean | default's mean |")
+    print("|" + "---|" * (3 + len(names)))
+    for rep, own in j["own"].items():
+        h, _ = held_and_inside(own, refs, names)
+        print(f"| {rep} | " + " | ".join(f"{h[n][1]:.3f}" for n in names) + f" | {mean(h[n][1] for n in names):.3f}"
+              + f" | {mean(own[j['default']][n] for n in names):.3f} |")
 
 
 VARIANT_TUNINGS = tuple(SearchTuning(rrf_k=k, lexical_weight_same=same, feedback_weight=fb)
@@ -1537,6 +1631,8 @@ def main(argv: list[str] | None = None) -> int:
     ho.add_argument("--out", default=None, help="also write the figures (JSON) here")
     lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
     lt.add_argument("files", nargs="+")
+    lt.add_argument("--joint", action="store_true",
+                    help="files of `loo --representation` runs: choose (representation, setting) together")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
     lat.add_argument("--sizes", default="1000,10000,100000")
     lat.add_argument("--queries", type=int, default=50)
