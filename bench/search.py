@@ -133,7 +133,17 @@ from mindnet.search import (
 )
 from mindnet.search.fusion import add_part, after_first_pass, close_to_top, language_weight, tuned_languages
 from mindnet.search.fusion import ranked as ranked_points
-from mindnet.store import EdgeStore, PointRecord, ScoredPoint, SparseVec, StoreSchema, VectorSpec, lexical_document
+from mindnet.store import (
+    EdgeStore,
+    PointRecord,
+    ScoredPoint,
+    SparseVec,
+    StoreSchema,
+    VectorSpec,
+    lexical_document,
+    lexical_query,
+)
+from mindnet.store.lexical import _word_terms
 
 CORPORA, GOLDEN = cells.CORPORA, cells.GOLDEN
 
@@ -1391,13 +1401,28 @@ def latency_runs(size: int, store: EdgeStore, embedder: Embedder, settings: Sett
     """(label, mode, expand, searcher) of every row for one store size."""
     plain = Searcher(store, embedder, settings)
     nameless = Searcher(store, embedder, settings, tuning=SearchTuning(title_weight=0.0, title_weight_same=0.0))
+    other = dataclasses.replace(settings, lexical_strict=not settings.lexical_strict)
     runs = [("dense", "dense", False, plain), ("hybrid", "hybrid", False, plain),
-            ("hybrid+expand", "hybrid", True, plain), ("hybrid without title list", "hybrid", False, nameless)]
+            ("hybrid+expand", "hybrid", True, plain), ("hybrid without title list", "hybrid", False, nameless),
+            (f"hybrid, {'strict' if other.lexical_strict else 'plain'} BM25 query", "hybrid", False,
+             Searcher(store, embedder, other))]
     if e5 is not None:
         runs += [("hybrid+e5 (in line)", "hybrid", False, Searcher(store, embedder, settings, quality=e5)),
                  ("hybrid+e5 (e5 on a thread)", "hybrid", False,
                   Searcher(store, embedder, settings, quality=e5, executor=executor))]
     return runs
+
+
+def strict_query_ms(langs: Sequence[str], rounds: int = 20) -> float:
+    """p50 ms of `lexical_query(strict=True)` for `QUERIES` with its per-word cache emptied first:
+    the latency rows repeat their queries, so there the words' stems come from the cache."""
+    times = []
+    for i in range(rounds * len(QUERIES)):
+        _word_terms.cache_clear()
+        t0 = time.perf_counter()
+        lexical_query(QUERIES[i % len(QUERIES)], langs, strict=True)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
 
 
 def run_latency(args: argparse.Namespace) -> None:
@@ -1444,6 +1469,8 @@ def run_latency(args: argparse.Namespace) -> None:
                     print(f"| {size} | {label} | {times[label].row()} | {statistics.median(embeds):.1f} |", flush=True)
                 if args.parts and e5 is not None:
                     latency_parts(size, store, embedder, settings, e5, args.queries)
+                print(f"  strict BM25 query, words not cached: {strict_query_ms(settings.languages):.2f} ms p50",
+                      flush=True)
                 print(f"  load average after {size}: {_load()}", flush=True)
 
 
