@@ -1066,7 +1066,8 @@ def run_heldout(args: argparse.Namespace) -> None:
         fetched = fetch_cells(stack, args, cells.HELD_OUT)
         results = {c.name: heldout_metrics(c) for c in fetched}
         sizes = {c.name: len(c.real.queries) for c in fetched}
-    print(f"\n### held-out cells (report only; slice: {', '.join(cells.MSDOCS_SLICE)})\n")
+    rep = f"; representation {args.representation}" if getattr(args, "representation", None) else ""
+    print(f"\n### held-out cells (report only; slice: {', '.join(cells.MSDOCS_SLICE)}{rep})\n")
     print(heldout_table(results, sizes))
     if args.out:
         Path(args.out).write_text(json.dumps({c: {k: dataclasses.asdict(m) for k, m in rows.items()}
@@ -1656,6 +1657,8 @@ def main(argv: list[str] | None = None) -> int:
     ho = sub.add_parser("heldout", help="the report-only cells (msdocs) at the current defaults")
     ho.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused (as loo's)")
     ho.add_argument("--out", default=None, help="also write the figures (JSON) here")
+    ho.add_argument("--representation", choices=tuple(REPRESENTATIONS), default=None,
+                    help="stores built and queried with this representation (own --work), fusion at the defaults")
     lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
     lt.add_argument("files", nargs="+")
     lt.add_argument("--joint", action="store_true",
