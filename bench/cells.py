@@ -244,8 +244,9 @@ def shared_embedder(work: Path) -> CachedEmbedder:
     return CachedEmbedder(UseEmbedder(), EmbeddingCache(work / "use-cache.sqlite"))
 
 
-def base_settings() -> Settings:
-    return load_settings(overrides={"quality_tier": False})
+def base_settings(overrides: dict[str, object] | None = None) -> Settings:
+    """The bench's settings: no e5 tier, plus a representation's overrides (`loo --representation`)."""
+    return load_settings(overrides={"quality_tier": False, **(overrides or {})})
 
 
 

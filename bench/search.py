@@ -133,7 +133,17 @@ from mindnet.search import (
 )
 from mindnet.search.fusion import add_part, after_first_pass, close_to_top, language_weight, tuned_languages
 from mindnet.search.fusion import ranked as ranked_points
-from mindnet.store import EdgeStore, PointRecord, ScoredPoint, SparseVec, StoreSchema, VectorSpec, lexical_document
+from mindnet.store import (
+    EdgeStore,
+    PointRecord,
+    ScoredPoint,
+    SparseVec,
+    StoreSchema,
+    VectorSpec,
+    lexical_document,
+    lexical_query,
+)
+from mindnet.store.lexical import _word_terms
 
 CORPORA, GOLDEN = cells.CORPORA, cells.GOLDEN
 
@@ -528,6 +538,40 @@ def loo_tunings() -> list[SearchTuning]:
     return list(dict.fromkeys(out))
 
 
+JOINT_SAME = (0.5, 0.75, 1.0, 1.25, 1.5)
+"""Same-language lexical weights of `joint_tunings`: a stronger BM25 list (the measured shape and
+strict query) may deserve a weight the old list did not."""
+
+
+def joint_tunings() -> list[SearchTuning]:
+    """`loo --representation`: `loo_tunings` plus the knobs that plausibly interact with a new
+    representation, at the default's structure (slots on, the title/alias list at its weights).
+
+    With the note mix (`dense_note_tokens`) a note's chunks carry its topic, so the note sum
+    counts the note twice: note sum 0 beside 0.05. A stronger or weaker BM25 list moves the
+    lexical weight and the feedback list's worth: same 0.5 to 1.5 crossed with feedback 0, 0.25,
+    0.5 and rrf_k 5, 10, 20.
+    """
+    out = loo_tunings()
+    for rrf_k in (5, 10, 20):
+        for same in JOINT_SAME:
+            for note_sum in (0.0, 0.05):
+                for feedback in (0.0, 0.25, 0.5):
+                    out.append(SearchTuning(rrf_k=rrf_k, lexical_weight_same=same, note_sum_weight=note_sum,
+                                            feedback_weight=feedback))
+    return list(dict.fromkeys(out))
+
+
+REPRESENTATIONS: dict[str, dict[str, object]] = {
+    "base": {},
+    "dnt60": {"dense_note_tokens": 60.0},
+    "bm25m": {"lexical_shape": "measured", "lexical_strict": True},
+    "dnt60+bm25m": {"dense_note_tokens": 60.0, "lexical_shape": "measured", "lexical_strict": True},
+}
+"""`loo --representation`: how chunks are stored and BM25 asked, as Settings overrides; each needs
+its own stores (its own `--work`). `base` is today's default and the yardstick of `loo-table --joint`."""
+
+
 @dataclasses.dataclass
 class CellLists:
     """One cell fetched: its lists over mindnet's chunks and over the fixed windows."""
@@ -553,7 +597,8 @@ def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace,
     embedder = cells.shared_embedder(work)
     stack.callback(embedder.cache.close)
     wanted = loo_cells(args.cells) if wanted is None else wanted
-    corpora = cells.open_corpora(stack, work, embedder, cells.base_settings(),
+    overrides = REPRESENTATIONS[args.representation] if getattr(args, "representation", None) else {}
+    corpora = cells.open_corpora(stack, work, embedder, cells.base_settings(overrides),
                                  {c.corpus for c in wanted}, args.max_queries)
     corpora = e5_corpora(stack, work, corpora, fixed=args.e5_fixed) if args.e5 else without_e5(corpora)
     out = []
@@ -823,7 +868,11 @@ def run_loo(args: argparse.Namespace) -> None:
         names = [c.name for c in fetched]
         result: dict[str, object] = {"cells": names, "sizes": {c.name: len(c.real.queries) for c in fetched},
                                      "singles": {c.name: single_scores(c) for c in fetched}}
-        tunings = floor_tunings() if getattr(args, "floor", False) else loo_tunings()
+        representation = getattr(args, "representation", None)
+        if representation:
+            result["representation"] = representation
+        tunings = (floor_tunings() if getattr(args, "floor", False)
+                   else joint_tunings() if representation else loo_tunings())
         started = time.perf_counter()
         choices: dict[str, dict[str, dict[str, float]]] = {
             "hybrid": {_tuning_label(t): {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
@@ -1017,7 +1066,8 @@ def run_heldout(args: argparse.Namespace) -> None:
         fetched = fetch_cells(stack, args, cells.HELD_OUT)
         results = {c.name: heldout_metrics(c) for c in fetched}
         sizes = {c.name: len(c.real.queries) for c in fetched}
-    print(f"\n### held-out cells (report only; slice: {', '.join(cells.MSDOCS_SLICE)})\n")
+    rep = f"; representation {args.representation}" if getattr(args, "representation", None) else ""
+    print(f"\n### held-out cells (report only; slice: {', '.join(cells.MSDOCS_SLICE)}{rep})\n")
     print(heldout_table(results, sizes))
     if args.out:
         Path(args.out).write_text(json.dumps({c: {k: dataclasses.asdict(m) for k, m in rows.items()}
@@ -1026,7 +1076,101 @@ def run_heldout(args: argparse.Namespace) -> None:
 
 
 def run_loo_table(args: argparse.Namespace) -> None:
-    print_tables([json.loads(Path(f).read_text(encoding="utf-8")) for f in args.files])
+    results = [json.loads(Path(f).read_text(encoding="utf-8")) for f in args.files]
+    if args.joint:
+        print_joint_tables(joint_results(results))
+    else:
+        print_tables(results)
+
+
+# -- loo-table --joint: (representation, fusion setting) chosen together ----------------------------
+
+JOINT_BASE = "base"
+"""The representation whose single lists (with the fixed windows) are every choice's yardstick."""
+
+
+def joint_results(results: Sequence[dict]) -> dict:  # type: ignore[type-arg]
+    """`loo --representation` files (any cells, any representations) merged per representation, and
+    one choice set over their union: each label `representation | setting`.
+
+    The yardstick does not move with the knob: every margin is over the *base* representation's
+    best single list (BM25 and dense over its chunks, both over fixed windows), so a representation
+    cannot win by weakening its own singles. Raises ValueError when base is missing or when the
+    representations do not cover the same cells.
+    """
+    groups: dict[str, list[dict]] = {}  # type: ignore[type-arg]
+    for r in results:
+        groups.setdefault(r.get("representation", JOINT_BASE), []).append(r)
+    if JOINT_BASE not in groups:
+        raise ValueError(f"loo-table --joint needs the {JOINT_BASE!r} representation's files")
+    merged = {rep: merge_results(rs) for rep, rs in groups.items()}
+    names = merged[JOINT_BASE]["cells"]
+    for rep, m in merged.items():
+        if sorted(m["cells"]) != sorted(names):
+            raise ValueError(f"representation {rep!r} covers {sorted(m['cells'])}, base {sorted(names)}")
+    base_singles = merged[JOINT_BASE]["singles"]
+    refs = {n: max(base_singles[n][s] for s in SINGLES) for n in names}
+    union = {f"{rep} | {label}": per for rep, m in merged.items() for label, per in m["choices"]["hybrid"].items()}
+    today = {_tuning_label(t) for t in loo_tunings()}
+    before = {label: per for label, per in merged[JOINT_BASE]["choices"]["hybrid"].items() if label in today}
+    return {"cells": names, "sizes": merged[JOINT_BASE]["sizes"], "refs": refs,
+            "default": merged[JOINT_BASE]["default"],
+            "singles": {rep: m["singles"] for rep, m in merged.items()},
+            "own": {rep: m["choices"]["hybrid"] for rep, m in merged.items()},
+            "before": before, "after": union}
+
+
+def held_and_inside(choices: dict[str, dict[str, float]], refs: dict[str, float], names: Sequence[str]
+                    ) -> tuple[dict[str, tuple[str, float]], str]:
+    """Per held-out cell (label picked on the others, its figure there), and the in-sample pick."""
+    labels = list(choices)
+    scores = {i: choices[lab] for i, lab in enumerate(labels)}
+    held = cells.leave_one_out(scores, refs, names)
+    return {n: (labels[i], v) for n, (i, v) in held.items()}, labels[cells.pick(scores, refs, names)]
+
+
+def print_joint_tables(j: dict) -> None:  # type: ignore[type-arg]
+    """Before (base, today's grid) and after (the joint choice), OOS beside in sample, and the singles."""
+    names, refs = j["cells"], j["refs"]
+    before, before_in = held_and_inside(j["before"], refs, names)
+    after, after_in = held_and_inside(j["after"], refs, names)
+    base = j["singles"][JOINT_BASE]
+    print(f"\n## joint choice: {len(j['after'])} (representation, setting) pairs; before: base with today's "
+          f"{len(j['before'])} settings; margins over base's best single list\n")
+    print("| cell | n | " + " | ".join(SINGLES) + " | before OOS | before in sample | after OOS | after in sample "
+          "| after − before | after − best single | fold's representation |")
+    print("|" + "---|" * (len(SINGLES) + 9))
+    for n in names:
+        print(f"| {n} | {j['sizes'][n]} | " + " | ".join(f"{base[n][s]:.3f}" for s in SINGLES)
+              + f" | {before[n][1]:.3f} | {j['before'][before_in][n]:.3f} | {after[n][1]:.3f}"
+              + f" | {j['after'][after_in][n]:.3f} | {after[n][1] - before[n][1]:+.3f} | {after[n][1] - refs[n]:+.3f}"
+              + f" | {after[n][0].split(' | ')[0]} |")
+    mean = statistics.mean
+    print("| mean | | " + " | ".join(f"{mean(base[n][s] for n in names):.3f}" for s in SINGLES)
+          + f" | {mean(before[n][1] for n in names):.3f} | {mean(j['before'][before_in][n] for n in names):.3f}"
+          + f" | {mean(after[n][1] for n in names):.3f} | {mean(j['after'][after_in][n] for n in names):.3f}"
+          + f" | {mean(after[n][1] - before[n][1] for n in names):+.3f} | |")
+    print(f"\nbefore, in sample: {before_in}\nafter, in sample: {after_in}")
+    for n in names:
+        print(f"  held out {n}: {after[n][0]}")
+    reps = list(j["singles"])
+    print("\n### single lists per representation (no knobs), beside the base's fixed windows\n")
+    print("| cell | bm25 (fixed) | dense (fixed) | " + " | ".join(f"{rep} bm25 | {rep} dense" for rep in reps) + " |")
+    print("|" + "---|" * (3 + 2 * len(reps)))
+    for n in names:
+        print(f"| {n} | {base[n]['bm25 (fixed)']:.3f} | {base[n]['dense (fixed)']:.3f} | " + " | ".join(
+            f"{j['singles'][rep][n]['bm25']:.3f} | {j['singles'][rep][n]['dense']:.3f}" for rep in reps) + " |")
+    print("| mean | " + f"{mean(base[n]['bm25 (fixed)'] for n in names):.3f} | "
+          f"{mean(base[n]['dense (fixed)'] for n in names):.3f} | " + " | ".join(
+              f"{mean(j['singles'][rep][n]['bm25'] for n in names):.3f} | "
+              f"{mean(j['singles'][rep][n]['dense'] for n in names):.3f}" for rep in reps) + " |")
+    print("\n### each representation alone: its own grid, OOS (margins over base's best single)\n")
+    print("| representation | " + " | ".join(names) + " | mean | default's mean |")
+    print("|" + "---|" * (3 + len(names)))
+    for rep, own in j["own"].items():
+        h, _ = held_and_inside(own, refs, names)
+        print(f"| {rep} | " + " | ".join(f"{h[n][1]:.3f}" for n in names) + f" | {mean(h[n][1] for n in names):.3f}"
+              + f" | {mean(own[j['default']][n] for n in names):.3f} |")
 
 
 VARIANT_TUNINGS = tuple(SearchTuning(rrf_k=k, lexical_weight_same=same, feedback_weight=fb)
@@ -1258,13 +1402,28 @@ def latency_runs(size: int, store: EdgeStore, embedder: Embedder, settings: Sett
     """(label, mode, expand, searcher) of every row for one store size."""
     plain = Searcher(store, embedder, settings)
     nameless = Searcher(store, embedder, settings, tuning=SearchTuning(title_weight=0.0, title_weight_same=0.0))
+    other = dataclasses.replace(settings, lexical_strict=not settings.lexical_strict)
     runs = [("dense", "dense", False, plain), ("hybrid", "hybrid", False, plain),
-            ("hybrid+expand", "hybrid", True, plain), ("hybrid without title list", "hybrid", False, nameless)]
+            ("hybrid+expand", "hybrid", True, plain), ("hybrid without title list", "hybrid", False, nameless),
+            (f"hybrid, {'strict' if other.lexical_strict else 'plain'} BM25 query", "hybrid", False,
+             Searcher(store, embedder, other))]
     if e5 is not None:
         runs += [("hybrid+e5 (in line)", "hybrid", False, Searcher(store, embedder, settings, quality=e5)),
                  ("hybrid+e5 (e5 on a thread)", "hybrid", False,
                   Searcher(store, embedder, settings, quality=e5, executor=executor))]
     return runs
+
+
+def strict_query_ms(langs: Sequence[str], rounds: int = 20) -> float:
+    """p50 ms of `lexical_query(strict=True)` for `QUERIES` with its per-word cache emptied first:
+    the latency rows repeat their queries, so there the words' stems come from the cache."""
+    times = []
+    for i in range(rounds * len(QUERIES)):
+        _word_terms.cache_clear()
+        t0 = time.perf_counter()
+        lexical_query(QUERIES[i % len(QUERIES)], langs, strict=True)
+        times.append((time.perf_counter() - t0) * 1000)
+    return statistics.median(times)
 
 
 def run_latency(args: argparse.Namespace) -> None:
@@ -1311,6 +1470,8 @@ def run_latency(args: argparse.Namespace) -> None:
                     print(f"| {size} | {label} | {times[label].row()} | {statistics.median(embeds):.1f} |", flush=True)
                 if args.parts and e5 is not None:
                     latency_parts(size, store, embedder, settings, e5, args.queries)
+                print(f"  strict BM25 query, words not cached: {strict_query_ms(settings.languages):.2f} ms p50",
+                      flush=True)
                 print(f"  load average after {size}: {_load()}", flush=True)
 
 
@@ -1487,6 +1648,8 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--max-queries", type=int, default=300, help="XQuAD questions per cell (fixed sample)")
     lo.add_argument("--variants", action="store_true", help="also measure the candidate lists (bench/variants.py)")
     lo.add_argument("--floor", action="store_true", help="replay the dense-floor grid instead of the full one")
+    lo.add_argument("--representation", choices=tuple(REPRESENTATIONS), default=None,
+                    help="store and query with this representation (own --work) and replay the joint grid")
     lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")
     lo.add_argument("--e5", action="store_true", help="fill the e5 tier of every cell's store and measure it")
     lo.add_argument("--e5-fixed", action="store_true", help="with --e5: the fixed-window baselines too")
@@ -1494,8 +1657,12 @@ def main(argv: list[str] | None = None) -> int:
     ho = sub.add_parser("heldout", help="the report-only cells (msdocs) at the current defaults")
     ho.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused (as loo's)")
     ho.add_argument("--out", default=None, help="also write the figures (JSON) here")
+    ho.add_argument("--representation", choices=tuple(REPRESENTATIONS), default=None,
+                    help="stores built and queried with this representation (own --work), fusion at the defaults")
     lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
     lt.add_argument("files", nargs="+")
+    lt.add_argument("--joint", action="store_true",
+                    help="files of `loo --representation` runs: choose (representation, setting) together")
     lat = sub.add_parser("latency", help="p50/p95 at several store sizes")
     lat.add_argument("--sizes", default="1000,10000,100000")
     lat.add_argument("--queries", type=int, default=50)

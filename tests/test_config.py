@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mindnet.config import DEFAULT_PROFILES, Profile, load_settings
+from mindnet.config import DEFAULT_PROFILES, Profile, Settings, load_settings
 from mindnet.errors import ConfigError
 
 
@@ -56,6 +56,10 @@ def test_recursive_settings_globally_and_per_type(tmp_path: Path) -> None:
         ("strategy = 'semantic'\n", "strategy must be 'structure' or 'recursive'"),
         ("[profiles.task]\nmax = 10\n", "profile 'task': need 0 < target_min <= target_max <= max"),
         ("x = [\n", "invalid TOML"),
+        ("lexical_shape = 'bm42'\n", "invalid value for 'lexical_shape'"),
+        ("lexical_strict = 'sometimes'\n", "invalid value for 'lexical_strict'"),
+        ("dense_note_tokens = -1\n", "invalid value for 'dense_note_tokens'"),
+        ("dense_note_tokens = 1e9\n", "invalid value for 'dense_note_tokens'"),
     ],
 )
 def test_bad_config_names_the_file(tmp_path: Path, toml: str, message: str) -> None:
@@ -70,3 +74,14 @@ def test_env_lists_and_numbers() -> None:
     settings = load_settings(env={"MINDNET_LANGUAGES": "de, en, fr", "MINDNET_THREADS": "3"})
     assert settings.languages == ("de", "en", "fr")
     assert settings.threads == 3
+
+
+def test_the_retrieval_representation_keys(tmp_path: Path) -> None:
+    """The opt-in representation of issue 15 is settable like any key: file, environment, flags.
+    `dense_note_tokens` is a count of tokens (60 measured), not a 0-10 weight."""
+    assert (Settings().lexical_shape, Settings().lexical_strict, Settings().dense_note_tokens) == ("engine", False, 0.0)
+    (tmp_path / "mindnet.toml").write_text('lexical_shape = "measured"\ndense_note_tokens = 60\n', encoding="utf-8")
+    settings = load_settings(tmp_path, env={"MINDNET_LEXICAL_STRICT": "yes"})
+    assert (settings.lexical_shape, settings.lexical_strict, settings.dense_note_tokens) == ("measured", True, 60.0)
+    flags = load_settings(tmp_path, env={}, overrides={"lexical_shape": "engine", "lexical_strict": False})
+    assert (flags.lexical_shape, flags.lexical_strict) == ("engine", False)

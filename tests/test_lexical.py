@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from pathlib import Path
 
+import pytest
 import qdrant_edge as qe
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fakes import FakeEmbedder
 from mindnet import sync
-from mindnet.config import load_settings
-from mindnet.store import lexical_document, lexical_query
+from mindnet.api import Index
+from mindnet.config import LEXICAL_SHAPES, Settings, load_settings
+from mindnet.store import BM25_SHAPES, bm25_shape, lexical_document, lexical_query, shape_fingerprint
 from mindnet.store.lexical import CHUNK_BM25, MEASURED_BM25, PLAIN_BM25, Bm25Shape
 
 _TEXT = st.text(st.sampled_from("abcdeäöüßxyz ÄÖÜ_-:.,?!'’/()<>0123\n"), max_size=60)
@@ -94,10 +98,39 @@ def test_measured_shape_lets_a_repeated_term_count() -> None:
     assert lexical_document("zebra", "en").values == lexical_document("zebra", "en", CHUNK_BM25).values
 
 
-def test_the_chunk_shape_is_in_the_chunking_hash(monkeypatch) -> None:
+def test_the_chunk_shape_is_in_the_chunking_hash(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lexical_shape` rebuilds a store (its hash moves); the query-side `lexical_strict` does not;
+    the engine's shape leaves the hash as it was before the setting existed."""
     base = load_settings(overrides={"quality_tier": False})
     before = sync.chunking_hash(base)
-    monkeypatch.setattr(sync, "CHUNK_BM25", MEASURED_BM25)
-    measured = sync.chunking_hash(base)
-    monkeypatch.setattr(sync, "CHUNK_BM25", dataclasses.replace(MEASURED_BM25, b=0.9))
-    assert len({before, measured, sync.chunking_hash(base)}) == 3
+    measured = sync.chunking_hash(dataclasses.replace(base, lexical_shape="measured"))
+    assert sync.chunking_hash(dataclasses.replace(base, lexical_strict=True)) == before
+    monkeypatch.setitem(BM25_SHAPES, "measured", dataclasses.replace(MEASURED_BM25, b=0.9))
+    other = sync.chunking_hash(dataclasses.replace(base, lexical_shape="measured"))
+    assert len({before, measured, other}) == 3
+    assert shape_fingerprint(bm25_shape("engine")) == []
+
+
+def test_every_shape_name_config_accepts_has_constants() -> None:
+    """config cannot import the store (stage order), so it keeps its own list of names."""
+    assert set(LEXICAL_SHAPES) == set(BM25_SHAPES)
+    assert bm25_shape("engine") == PLAIN_BM25 and bm25_shape("measured") == MEASURED_BM25
+
+
+def test_an_import_with_the_measured_shape_indexes_chunks_with_it(tmp_path: Path) -> None:
+    """The setting reaches the import's encoding: the stored BM25 weights are the measured shape's."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "note.md").write_text("# Zebra\n\nThe zebra eats grass; a zebra runs fast.\n", encoding="utf-8")
+    stored: dict[str, dict[int, float]] = {}
+    for shape in ("engine", "measured"):
+        with Index(vault, Settings(lexical_shape=shape), embedder=FakeEmbedder()) as index:
+            index.import_vault()
+            [point] = list(index.store().scroll("chunks", with_vectors=True))
+            sparse = point.sparse["bm25"]
+            stored[shape] = dict(zip(sparse.indices, sparse.values, strict=True))
+            pl = point.payload
+            text = "\n".join([pl["note_title"], pl["section_path"].replace("/", " "), pl["text"]])
+    expected = lexical_document(text, "en", MEASURED_BM25)
+    assert stored["measured"] == pytest.approx(dict(zip(expected.indices, expected.values, strict=True)))
+    assert stored["measured"] != pytest.approx(stored["engine"])

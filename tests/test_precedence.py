@@ -27,6 +27,8 @@ def _samples(name: str, default: Any) -> tuple[Any, str, Any, tuple[Any, Any, An
     """(TOML value, environment string, flag value, expected after file / env / flag) for one setting."""
     if name == "strategy":
         return "recursive", "structure", "recursive", ("recursive", "structure", "recursive")
+    if name == "lexical_shape":  # a choice of names, like the strategy
+        return "measured", "engine", "measured", ("measured", "engine", "measured")
     if isinstance(default, bool):
         return (not default), str(default).lower(), (not default), (not default, default, not default)
     if isinstance(default, int):

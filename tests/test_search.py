@@ -443,6 +443,26 @@ def test_hybrid_search_is_fuse_with_the_store_feedback_list(searcher: Searcher) 
     assert all("feedback" not in h.via for h in off.search(query, k=5))
 
 
+def test_lexical_strict_is_the_query_every_bm25_search_sends(tmp_path: Path) -> None:
+    """`Settings.lexical_strict` reaches the BM25 list of every mode: the German stopword "als" is
+    a rare English word (stemmed "al", as in "et al.") in the plain union and no term when strict."""
+    vault = write_vault(tmp_path / "vault", {"paper.md": "# Paper\n\nSmith et al. wrote about compost heaps.\n"})
+    plain = _settings(tmp_path / "store")
+    embedder = FakeEmbedder()
+    store = _open(vault, plain, embedder)
+    try:
+        strict = dataclasses.replace(plain, lexical_strict=True)
+        assert [h.note_id for h in Searcher(store, embedder, plain).search("als", mode="lexical")] == ["paper"]
+        assert Searcher(store, embedder, strict).search("als", mode="lexical") == []
+        assert Searcher(store, embedder, plain).candidate_lists("als", 10).lexical
+        assert not Searcher(store, embedder, strict).candidate_lists("als", 10).lexical
+        engine = SearchTuning(language_fusion=False)
+        vias = {h.via for h in Searcher(store, embedder, strict, tuning=engine).search("als compost")}
+        assert vias == {"dense+lexical"}  # the engine's own fusion gets the strict query too (it still matches)
+    finally:
+        store.close()
+
+
 def test_engine_fusion_gives_the_same_notes(searcher: Searcher) -> None:
     engine = Searcher(searcher.store, searcher.embedder, searcher.settings,
                       tuning=SearchTuning(language_fusion=False))

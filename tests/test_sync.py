@@ -42,10 +42,10 @@ def vault(tmp_path: Path) -> Path:
     return root
 
 
-def run(vault: Path, quality: Embedder | None = None, **kw: Any) -> Any:
+def run(vault: Path, quality: Embedder | None = None, settings: Settings | None = None, **kw: Any) -> Any:
     """One import as a fresh process would run it: its own `Index`, closed afterwards."""
     embedder = FakeEmbedder()
-    with Index(vault, Settings(), embedder=embedder, e5=quality) as index:
+    with Index(vault, settings or Settings(), embedder=embedder, e5=quality) as index:
         return index.import_vault(e5=quality is not None, **kw), embedder
 
 
@@ -691,22 +691,25 @@ def _chunk_vectors(vault: Path) -> dict[str, tuple[list[float], Any]]:
         store.close()
 
 
-def test_an_edit_leaves_every_stored_vector_as_a_clean_import_makes_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("settings", [Settings(), Settings(lexical_shape="measured", dense_note_tokens=60.0)],
+                         ids=["default", "measured-bm25+note-mix"])
+def test_an_edit_leaves_every_stored_vector_as_a_clean_import_makes_it(tmp_path: Path, settings: Settings) -> None:
     """A chunk's vectors depend on its H2 section (issue 15): editing one chunk changes its siblings'
-    vectors too, and the incremental import must write them, not keep the old ones."""
+    vectors too, and the incremental import must write them, not keep the old ones; also with the
+    opt-in representation (BM25's measured shape, the note mixed into short chunks)."""
     body = ("# Guide\n\n## Setup\n\n### Install\n\nInstall the compiler first.\n\n### Configure\n\n"
             "Configure the linker next.\n\n## Other\n\nUnrelated words here.\n")
     vault = tmp_path / "vault"
     vault.mkdir()
     (vault / "guide.md").write_text(body, encoding="utf-8")
-    run(vault)
+    run(vault, settings=settings)
     before = _chunk_vectors(vault)
     (vault / "guide.md").write_text(body.replace("compiler first", "toolchain and the compiler first"), "utf-8")
-    summary, _ = run(vault)
+    summary, _ = run(vault, settings=settings)
     assert summary.notes_changed == 1
     incremental = _chunk_vectors(vault)
     shutil.rmtree(vault / ".mindnet")
-    run(vault)
+    run(vault, settings=settings)
     clean = _chunk_vectors(vault)
     assert incremental == clean
     sibling = next(cid for cid in clean if clean[cid][1] == before.get(cid, (None, None))[1]

@@ -99,6 +99,14 @@ class Settings:
     """BM25 indexes the first chunk of each H2 section as the whole section, the others as their
     own text; off indexes every chunk alone. A question's terms are spread over several small
     chunks of one section, and the section is the unit that holds them together (issue 15)."""
+    lexical_shape: str = "engine"
+    """BM25's document constants for chunks (`store.lexical.BM25_SHAPES`): `engine`, the engine's
+    k 1.2, b 0.75, avg_len 256 (default), or `measured`, b 0.3 and avg_len 64 for chunks of ~90
+    tokens (issue 15, `bench/bm25_shape.py`). Part of the store's chunking hash: a change rebuilds."""
+    lexical_strict: bool = False
+    """Search BM25 with `lexical_query(strict=True)`: a word that is a stopword in any vault language
+    is no query term, and each word's stem is put through the other languages' rules. Query side
+    only, so it needs no rebuild; off by default until the fusion is chosen with it (issue 15)."""
     threads: int = 0
     """Forward-pass threads; 0: USE picks them from the measured load, e5 one per core."""
     embed_ahead: int = 2
@@ -298,6 +306,12 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
             if not 0.0 <= number <= 10.0:
                 raise ValueError(value)
             return number
+        if kind == "tokens":
+            return _tokens(value)
+        if kind == "shape":
+            if value not in LEXICAL_SHAPES:
+                raise ValueError(value)
+            return str(value)
         if kind == "tuple":
             if isinstance(value, str):
                 return tuple(v.strip() for v in value.split(",") if v.strip())
@@ -305,6 +319,23 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
         return value
     except (TypeError, ValueError):
         raise ConfigError(f"{source}: invalid value for {name!r}: {value!r}") from None
+
+
+def _tokens(value: Any) -> float:
+    """A count of tokens as a float (0 = off): not the 0-10 range of the weights, since
+    `dense_note_tokens` is measured in tokens (60 is the measured value)."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    number = float(value)
+    if not 0.0 <= number <= MAX_NOTE_TOKENS:
+        raise ValueError(value)
+    return number
+
+
+LEXICAL_SHAPES = ("engine", "measured")
+"""Names `lexical_shape` takes (the constants live in `store.lexical.BM25_SHAPES`, which config does not import)."""
+MAX_NOTE_TOKENS = 10_000.0
+"""Above a chunk's largest size (600 tokens) by far; a larger value is a typo, not a setting."""
 
 
 _FIELD_KINDS: dict[str, Any] = {
@@ -316,8 +347,10 @@ _FIELD_KINDS: dict[str, Any] = {
     "quality_tier": bool,
     "embed_title_prefix": bool,
     "dense_context": float,
-    "dense_note_tokens": float,
+    "dense_note_tokens": "tokens",
     "lexical_sections": bool,
+    "lexical_shape": "shape",
+    "lexical_strict": bool,
     "threads": int,
     "embed_ahead": int,
     "shard_number": int,

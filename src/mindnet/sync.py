@@ -59,7 +59,7 @@ from .points import (
     sync_state,
 )
 from .quality_tier import E5Mark
-from .store import CHUNK_BM25, AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec, shape_fingerprint
+from .store import AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec, bm25_shape, shape_fingerprint
 from .text import content_hash
 from .vault import Note, read_vault
 
@@ -153,7 +153,7 @@ def chunking_hash(settings: Settings) -> str:
         "chunker": CHUNKER_VERSION,
         "edges": EDGE_LAYOUT,
     }
-    if bm25 := shape_fingerprint(CHUNK_BM25):  # absent at the engine's defaults: older stores stay current
+    if bm25 := shape_fingerprint(bm25_shape(settings.lexical_shape)):  # absent at the engine's: old stores stay
         parts["bm25"] = bm25
     return content_hash(json.dumps(parts, sort_keys=True, default=str))
 
@@ -900,7 +900,8 @@ class ChunkWriter:
     def _write(self, batch: _Batch, raw: Vectors) -> None:
         vectors = contextual_vectors(batch.chunks, raw, self.settings.dense_context,
                                      self.settings.dense_note_tokens)
-        sparse = contextual_lexical(batch.chunks, batch.extra, self.settings.lexical_sections)
+        sparse = contextual_lexical(batch.chunks, batch.extra, self.settings.lexical_sections,
+                                    bm25_shape(self.settings.lexical_shape))
         points = [chunk_point(c, vec, batch.extra.get(c.chunk_id, ()), lexical=lex)
                   for c, vec, lex in zip(batch.chunks, vectors, sparse, strict=True)]
         self.store.upsert("chunks", points)

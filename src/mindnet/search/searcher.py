@@ -256,7 +256,12 @@ class Searcher:
         return self.store.search_dense("chunks", self.dense_vector, vector, limit=limit, flt=flt)
 
     def _lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
-        return self.store.search_sparse("chunks", lexical_query(query, self.settings.languages), limit=limit, flt=flt)
+        return self.store.search_sparse("chunks", self._sparse_query(query), limit=limit, flt=flt)
+
+    def _sparse_query(self, query: str) -> SparseVec:
+        """The BM25 query under every vault language, strict when `Settings.lexical_strict` says so
+        (the feedback list needs no such rule: its terms come from chunks encoded in their own language)."""
+        return lexical_query(query, self.settings.languages, strict=self.settings.lexical_strict)
 
     def _e5_list(self, query: str, quality: Embedder | None, limit: int, flt: Filter | None) -> _Later | None:
         """The `e5` list, to be collected when fusion needs it; None without the tier.
@@ -280,7 +285,7 @@ class Searcher:
                 e5_list: _Later | None = None) -> list[_Cand]:
         t = self.tuning
         if not t.language_fusion:
-            sparse = lexical_query(query, self.settings.languages)
+            sparse = self._sparse_query(query)
             fused = self.store.search_hybrid("chunks", self.dense_vector, vector, sparse, limit=pool, flt=flt,
                                              candidates=pool, rrf_k=t.rrf_k)
             return [_cand(p, "dense+lexical") for p in fused]

@@ -36,11 +36,13 @@ from .copy import copy_store
 from .embedded import EdgeStore
 from .lease import ImportLease
 from .lexical import (
+    BM25_SHAPES,
     CHUNK_BM25,
     MEASURED_BM25,
     PLAIN_BM25,
     SPARSE_VECTOR,
     Bm25Shape,
+    bm25_shape,
     lexical_document,
     lexical_query,
     shape_fingerprint,
@@ -68,6 +70,7 @@ from .records import (
 )
 
 __all__ = [
+    "BM25_SHAPES",
     "CHUNK_BM25",
     "COLLECTIONS",
     "ID_FIELDS",
@@ -98,6 +101,7 @@ __all__ = [
     "StoredPoint",
     "TextMatch",
     "VectorSpec",
+    "bm25_shape",
     "copy_store",
     "lexical_document",
     "lexical_query",

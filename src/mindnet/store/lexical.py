@@ -49,7 +49,15 @@ whole section (`points.contextual_lexical`). It lifts the BM25 list (mean nDCG@5
 with `lexical_query(strict=True)`) but not the default's fusion out of sample, so it is not the
 import's shape yet."""
 CHUNK_BM25 = PLAIN_BM25
-"""The shape the import indexes chunks with (in `sync.chunking_hash` when it is not the engine's)."""
+"""The shape chunks are encoded with when no other is named (feedback terms, `lexical_document`'s default)."""
+BM25_SHAPES: dict[str, Bm25Shape] = {"engine": PLAIN_BM25, "measured": MEASURED_BM25}
+"""`Settings.lexical_shape` -> the constants the import indexes chunks with (in `sync.chunking_hash`
+when they are not the engine's, so a store built with the others is rebuilt)."""
+
+
+def bm25_shape(name: str) -> Bm25Shape:
+    """The shape `Settings.lexical_shape` names (validated by config; an unknown name is a bug here)."""
+    return BM25_SHAPES[name]
 
 
 def shape_fingerprint(shape: Bm25Shape) -> list[float]:
