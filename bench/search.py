@@ -565,6 +565,7 @@ def joint_tunings() -> list[SearchTuning]:
 REPRESENTATIONS: dict[str, dict[str, object]] = {
     "base": {},
     "dnt60": {"dense_note_tokens": 60.0},
+    "strict": {"lexical_strict": True},
     "bm25m": {"lexical_shape": "measured", "lexical_strict": True},
     "dnt60+bm25m": {"dense_note_tokens": 60.0, "lexical_shape": "measured", "lexical_strict": True},
 }

@@ -80,4 +80,4 @@ def test_the_joint_grid_holds_todays_grid_and_stays_small() -> None:
     today, joint = bench.loo_tunings(), bench.joint_tunings()
     assert joint[:len(today)] == today and len(joint) <= 300
     assert any(t.note_sum_weight == 0.0 and t.language_slots and t.title_weight > 0 for t in joint)
-    assert set(bench.REPRESENTATIONS) == {"base", "dnt60", "bm25m", "dnt60+bm25m"}
+    assert set(bench.REPRESENTATIONS) == {"base", "dnt60", "strict", "bm25m", "dnt60+bm25m"}
