@@ -25,6 +25,12 @@ single list, ties by mean):
   `unit(q - α·μ(query language) + α·μ(L))` and scores L's chunks only (one search per language).
 * `rocchio`: `unit(q + β · mean of the first pass's top m chunk vectors)`, searched once more;
   `cross` only when the query's likeliest language differs from most of the top m chunks'.
+* `project`: both sides lose α of their component on the language axis unit(μ_de - μ_en).
+* `offset`: cos(q, d) - α·q·μ(lang(d)), a per-language constant (order within a language kept).
+* `csls`: cos(q, d) - γ · hubness(d), by the chunk's 10 nearest chunks or the store's centroid.
+* `query without stopwords`: the query embedded again without the words that are stopwords in any
+  vault language, mixed with the plain vector; for every chunk, only for another language's chunks,
+  or fused beside the plain dense list.
 
 `table` prints, per family: the dense list alone and the fused default, each cell out of
 sample, before (off) and after, the picked knob per fold, and each setting's in-sample figures.
@@ -258,6 +264,8 @@ class Requery:
     transform: Callable[[str, Sequence[str]], str]
     mix: float
     cross: bool = False
+    extra: float = 0.0
+    """> 0: fused beside the plain dense list at this weight (the e5 list's slot) instead of replacing it."""
 
     def rank(self, q: Matrix, a: Matrix, odds: Mapping[str, float],
              c: Ctx) -> tuple[npt.NDArray[np.int64], Matrix]:
@@ -286,6 +294,8 @@ def candidates() -> dict[str, dict[str, Ranker | Extra | Requery]]:
         fams["query without stopwords"] = {f"mix={m}": Requery(strip_stopwords, m) for m in (0.5, 1.0, 2.0)}
         fams["query without stopwords, other languages"] = {f"scale={m}": Requery(strip_stopwords, m, True)
                                                             for m in (0.5, 1.0, 2.0, 4.0)}
+        fams["query without stopwords, beside dense"] = {f"mix={m} w={w}": Requery(strip_stopwords, m, extra=w)
+                                                         for m in (0.0, 1.0) for w in (0.25, 0.5, 1.0)}
         return fams
     for source in ("store", "shipped"):
         fams[f"project ({source} axis)"] = {f"α={a}": project(a, source) for a in (0.5, 1.0)}
@@ -357,10 +367,11 @@ def run(args: argparse.Namespace) -> None:
                     alone = dataclasses.replace(c.real, lists=[dataclasses.replace(lists, dense=d)
                                                                for d, lists in zip(made, c.real.lists, strict=True)])
                     tuning = default
-                    if isinstance(cand, Extra):
+                    weight = cand.weight if isinstance(cand, Extra) else cand.extra if isinstance(cand, Requery) else 0
+                    if weight > 0:
                         fused = dataclasses.replace(c.real, lists=[
                             dataclasses.replace(lists, quality=d) for d, lists in zip(made, c.real.lists, strict=True)])
-                        tuning = dataclasses.replace(default, e5_weight=cand.weight, use_weight_with_e5=1.0)
+                        tuning = dataclasses.replace(default, e5_weight=weight, use_weight_with_e5=1.0)
                     else:
                         fused = alone
                     result["dense"][fam].setdefault(label, {})[c.name] = bench.replay(alone, "dense",
