@@ -104,11 +104,33 @@ def test_a_full_token_cache_changes_nothing(fast: UseEmbedder) -> None:
     first = tiny.embed(texts)  # five ids get a row, the rest are computed per pass
     assert tiny.cache.used == 5
     again = tiny.embed(texts[::-1])[::-1]  # now partly from the cache, partly computed again
+    fast.embed_passages(["warm up"])  # builds the engine when this test runs alone
     assert fast._onnx is not None
     assert np.allclose(first, again, atol=1e-6)
     assert np.allclose(first, fast._onnx.embed(texts), atol=1e-5)
     empty = OnnxUse(fast._tokenizer(), cache_ids=0)  # type: ignore[arg-type]
     assert np.allclose(empty.embed(texts), first, atol=1e-5) and empty.cache.used == 0
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, len(EDGE_TEXTS) + 3), min_size=1, max_size=10),
+       group=st.integers(1, 400), capacity=st.integers(0, 12))
+def test_groups_of_passes_and_a_small_cache_change_no_vector(fast: UseEmbedder, picks: list[int], group: int,
+                                                             capacity: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Passes are prepared in groups (one id table per group, ids the cache has no room for computed
+    # per group): whatever the group size and the cache's room, each text keeps its own vector.
+    import mindnet.use_fast as use_fast
+
+    pool = [*EDGE_TEXTS, "Teams", "Ein Satz über Besprechungen in Teams.", "x " * 200, "Dateien teilen"]
+    texts = [pool[i] for i in picks]
+    fast.embed_passages(["warm up"])
+    assert fast._onnx is not None
+    alone = np.stack([fast._onnx.embed([t])[0] for t in texts])
+    small = use_fast.OnnxUse(fast._tokenizer(), batch_tokens=64, cache_ids=capacity)  # type: ignore[arg-type]
+    monkeypatch.setattr(use_fast, "_GROUP_TOKENS", group)
+    rows = small.embed(texts)
+    assert small.cache.used <= capacity
+    assert np.allclose(rows, alone, atol=1e-5)
 
 
 def test_packaged_fallback_without_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
