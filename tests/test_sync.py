@@ -16,6 +16,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -678,6 +679,44 @@ def test_the_encoder_runs_ahead_only_with_cores_to_spare(setting: int, spare: fl
     ahead = embed_ahead(setting, spare)
     assert ahead == (setting if spare >= OVERLAP_SPARE_CORES else 0)
     assert embed_ahead(setting, 2.0) == setting and embed_ahead(setting, 0.5) == 0  # idle vs busy 2 cores
+
+
+def test_the_overlap_is_decided_once_at_the_first_batch() -> None:
+    from mindnet.sync import EmbedAhead, _Batch
+
+    asked: list[float] = []
+
+    def spare(cores: float) -> Callable[[], float]:
+        def ask() -> float:
+            asked.append(cores)
+            return cores
+        return ask
+
+    for cores, expected in ((2.0, 2), (0.4, 0)):
+        asked.clear()
+        pipeline = EmbedAhead(_Recorder(fail_at=None), 2, spare(cores))
+        assert not asked  # nothing measured while no batch exists (a no-op import asks nothing)
+        try:
+            done = [b for n in range(4) for b, _ in pipeline.put(_Batch(texts=[str(n)]))]
+            done.extend(b for b, _ in pipeline.drain())
+        finally:
+            pipeline.close()
+        assert asked == [cores] and pipeline.ahead == expected
+        assert [int(b.texts[0]) for b in done] == [0, 1, 2, 3]
+
+
+def test_free_cores_take_the_interval_over_a_trailing_load_average(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mindnet.sync
+    from mindnet.embedding import LoadAwareThreads
+
+    meter = LoadAwareThreads()
+    monkeypatch.setattr(mindnet.sync, "_spare_cores", lambda: 0.2)  # load 1.8 on 2 cores, a finished program's
+    monkeypatch.setattr(meter, "recent_others", lambda: 0.1)
+    assert mindnet.sync._free_cores(meter) == pytest.approx(meter.cpus - 0.1)
+    monkeypatch.setattr(meter, "recent_others", lambda: None)  # no interval measured: the load average
+    assert mindnet.sync._free_cores(meter) == 0.2
+    monkeypatch.setattr(meter, "recent_others", lambda: float(meter.cpus))  # busy now, idle by the load average
+    assert mindnet.sync._free_cores(meter) == 0.2
 
 
 def _chunk_vectors(vault: Path) -> dict[str, tuple[list[float], Any]]:

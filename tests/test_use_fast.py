@@ -11,7 +11,7 @@ import mindnet.embedding as embedding
 from conftest import corpus
 from mindnet.chunking.pipeline import chunk_note
 from mindnet.config import load_settings
-from mindnet.embedding import LoadAwareThreads, UseEmbedder
+from mindnet.embedding import RECENT_WINDOW_S, LoadAwareThreads, UseEmbedder
 from mindnet.errors import ConfigError
 from mindnet.vault import read_vault
 
@@ -104,11 +104,33 @@ def test_a_full_token_cache_changes_nothing(fast: UseEmbedder) -> None:
     first = tiny.embed(texts)  # five ids get a row, the rest are computed per pass
     assert tiny.cache.used == 5
     again = tiny.embed(texts[::-1])[::-1]  # now partly from the cache, partly computed again
+    fast.embed_passages(["warm up"])  # builds the engine when this test runs alone
     assert fast._onnx is not None
     assert np.allclose(first, again, atol=1e-6)
     assert np.allclose(first, fast._onnx.embed(texts), atol=1e-5)
     empty = OnnxUse(fast._tokenizer(), cache_ids=0)  # type: ignore[arg-type]
     assert np.allclose(empty.embed(texts), first, atol=1e-5) and empty.cache.used == 0
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, len(EDGE_TEXTS) + 3), min_size=1, max_size=10),
+       group=st.integers(1, 400), capacity=st.integers(0, 12))
+def test_groups_of_passes_and_a_small_cache_change_no_vector(fast: UseEmbedder, picks: list[int], group: int,
+                                                             capacity: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Passes are prepared in groups (one id table per group, ids the cache has no room for computed
+    # per group): whatever the group size and the cache's room, each text keeps its own vector.
+    import mindnet.use_fast as use_fast
+
+    pool = [*EDGE_TEXTS, "Teams", "Ein Satz über Besprechungen in Teams.", "x " * 200, "Dateien teilen"]
+    texts = [pool[i] for i in picks]
+    fast.embed_passages(["warm up"])
+    assert fast._onnx is not None
+    alone = np.stack([fast._onnx.embed([t])[0] for t in texts])
+    small = use_fast.OnnxUse(fast._tokenizer(), batch_tokens=64, cache_ids=capacity)  # type: ignore[arg-type]
+    monkeypatch.setattr(use_fast, "_GROUP_TOKENS", group)
+    rows = small.embed(texts)
+    assert small.cache.used <= capacity
+    assert np.allclose(rows, alone, atol=1e-5)
 
 
 def test_packaged_fallback_without_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -151,6 +173,50 @@ def test_thread_rule_discounts_this_process(monkeypatch: pytest.MonkeyPatch) -> 
     assert rule.own_load() == pytest.approx(1.0, abs=1e-3)
     assert rule.choose(1.0) == 2
     assert rule.choose(2.0) == 1
+
+
+def test_thread_rule_reads_the_latest_interval_before_the_load_average(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = {"cpu": 0.0, "wall": 0.0, "busy": 100.0}
+    monkeypatch.setattr(embedding.time, "process_time", lambda: clock["cpu"])
+    monkeypatch.setattr(embedding.time, "monotonic", lambda: clock["wall"])
+    monkeypatch.setattr(embedding, "cpu_busy_seconds", lambda: clock["busy"])
+    monkeypatch.setattr(embedding, "load_average", lambda: 2.5)  # a finished program's load, still counted
+    rule = LoadAwareThreads()
+    rule.cpus = rule.limit = 2
+    assert rule.choose() == 1 and rule.others == 2.5  # no interval yet: the load average decides
+
+    def second(own: float, others: float) -> None:  # one second of this process and of the others
+        clock["wall"] += 1.0
+        clock["cpu"] += own
+        clock["busy"] += own + others
+
+    second(own=1.0, others=0.1)  # the cores were free but for this process: both threads
+    assert rule.choose() == 2 and rule.others == pytest.approx(0.1)
+    clock["wall"] += RECENT_WINDOW_S / 2  # too short to measure: the last interval's figure holds
+    clock["busy"] += 2.0
+    assert rule.choose() == 2
+    second(own=0.5, others=1.5)
+    assert rule.choose() == 1 and rule.others == pytest.approx((1.5 + 2.0) / (1.0 + RECENT_WINDOW_S / 2))
+    monkeypatch.setattr(embedding, "cpu_busy_seconds", lambda: None)  # no /proc/stat: the load average
+    assert rule.choose() == 1 and rule.choose(0.0) == 2
+
+
+@settings(max_examples=50, deadline=None)
+@given(own=st.floats(0, 2), others=st.floats(0, 8), seconds=st.floats(RECENT_WINDOW_S, 60))
+def test_thread_rule_from_an_interval_is_bounded(own: float, others: float, seconds: float) -> None:
+    rule = LoadAwareThreads()
+    rule.cpus = rule.limit = 2
+    began = rule._since
+    rule._since = (began[0] - seconds, 0.0, began[2] - own * seconds)
+    real = embedding.cpu_busy_seconds
+    try:
+        embedding.cpu_busy_seconds = lambda: (own + others) * seconds  # type: ignore[assignment]
+        threads = rule.choose()
+    finally:
+        embedding.cpu_busy_seconds = real  # type: ignore[assignment]
+    assert 1 <= threads <= 2
+    assert rule.others is not None and rule.others >= 0.0
+    assert threads == (2 if rule.others <= 0.5 else 1)
 
 
 def test_fixed_threads_are_kept(fast: UseEmbedder) -> None:

