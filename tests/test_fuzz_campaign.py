@@ -7,10 +7,20 @@ after), not a speed assertion.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mindnet.chunking import sentences
 from mindnet.chunking.sentences import sentence_spans
+from mindnet.errors import NoteError, printable
+from mindnet.vault import NoteProblem
+
+BIN = Path(sys.executable).parent
 
 
 @pytest.mark.timeout(60)
@@ -19,3 +29,33 @@ def test_sentence_split_is_linear_in_many_links_on_one_line() -> None:
     spans = sentences._wikilink_spans(text)
     assert len(spans) == 100_000 and spans[-1] == (len(text) - 6, len(text) - 1)
     assert sentence_spans(text, "en")[-1][1] == len(text.rstrip())
+
+
+@given(st.text(max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_printable_text_is_one_line_and_keeps_printable_characters(text: str) -> None:
+    shown = printable(text)
+    assert len(f"{shown}x".splitlines()) == 1 and "\x1b" not in shown
+    assert all(c in shown for c in text if c.isprintable())
+    assert NoteProblem(text, 3, text).one_line().count("\n") == 0
+    assert len(str(NoteError(text, text, 1)).splitlines()) <= 1
+
+
+def _output(*command: str) -> tuple[list[str], list[str]]:
+    """stdout and stderr lines of a command that must report a bad file (exit 1) without a traceback."""
+    done = subprocess.run([str(BIN / command[0]), *command[1:]], capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in done.stderr and done.returncode == 1
+    return done.stdout.splitlines(), done.stderr.splitlines()
+
+
+@pytest.mark.parametrize("name", ["bad\nname.md", "esc\x1b[31mred.md", "sep\u2028line.md"])
+def test_a_bad_file_whose_name_breaks_lines_is_still_reported_on_one_line(tmp_path: Path, name: str) -> None:
+    (tmp_path / name).write_bytes(b"# x\n\x00\n")  # a newline in the name split the report in two
+    (tmp_path / "ok.md").write_text("# ok\n\nfine\n", encoding="utf-8")
+    shown = printable(name)
+    assert shown != name and "\n" not in shown
+    assert _output("mindnet-chunk", "-j", "1", str(tmp_path))[1] == [
+        f"{shown}:2: error: NUL byte in file (binary file or wrong encoding)"
+    ]
+    lint = [line for line in _output("mindnet", "lint", str(tmp_path))[0] if "MN003" in line]
+    assert len(lint) == 1 and lint[0].startswith(f"{tmp_path}/{shown}:2:")

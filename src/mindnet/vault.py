@@ -19,7 +19,7 @@ import pathspec
 
 from . import frontmatter as fm
 from .config import Settings
-from .errors import NoteError, VaultNotFoundError
+from .errors import NoteError, VaultNotFoundError, location, printable
 from .language import detect_language, language_identifier
 from .text import content_hash, line_of, line_starts, slugify, without_fences
 
@@ -83,8 +83,7 @@ class NoteProblem:
     """`error`: the file was skipped (exit code says so); `warning`: imported with a default."""
 
     def one_line(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.severity}: {self.reason}"
+        return f"{location(self.path, self.line)}: {self.severity}: {printable(self.reason)}"
 
 
 @dataclass(frozen=True, slots=True)
