@@ -17,8 +17,10 @@ from hypothesis import strategies as st
 
 from mindnet.chunking import sentences
 from mindnet.chunking.sentences import sentence_spans
+from mindnet.config import Settings
 from mindnet.errors import NoteError, printable
-from mindnet.vault import NoteProblem
+from mindnet.points import jsonable
+from mindnet.vault import NoteProblem, parse_note
 
 BIN = Path(sys.executable).parent
 
@@ -59,3 +61,17 @@ def test_a_bad_file_whose_name_breaks_lines_is_still_reported_on_one_line(tmp_pa
     ]
     lint = [line for line in _output("mindnet", "lint", str(tmp_path))[0] if "MN003" in line]
     assert len(lint) == 1 and lint[0].startswith(f"{tmp_path}/{shown}:2:")
+
+
+_COLLECTIONS = st.lists(st.from_regex(r"[a-z][a-z0-9]{0,6}", fullmatch=True), min_size=1, max_size=6, unique=True)
+
+
+@given(_COLLECTIONS, st.sampled_from(["{%s}", "!!set {%s}", "[%s]"]))
+@settings(max_examples=100, deadline=None)
+def test_tags_written_as_a_mapping_or_set_are_their_names(names: list[str], form: str) -> None:
+    text = f"---\ntags: {form % ', '.join(names)}\naliases: {{{', '.join(names)}}}\n---\nbody\n"
+    note = parse_note(text, "a.md", Settings(), lambda: "2020-01-01")  # gave tags like "{'a':" and "None}"
+    expected = tuple(sorted(names)) if form.startswith("!!set") else tuple(names)
+    assert note.tags == expected and note.aliases == tuple(names)
+    if form.startswith("!!set"):  # the payload's frontmatter keeps what was written, a set in a stable order
+        assert jsonable(note.frontmatter)["tags"] == list(expected)

@@ -489,9 +489,22 @@ def _blank(value: Any) -> bool:
 def _text(value: Any) -> str | None:
     if _blank(value):
         return None
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return ", ".join(str(v) for v in _entries(value)) or None
     return str(value).strip() or None
+
+
+def _entries(value: list[Any] | tuple[Any, ...] | dict[Any, Any] | set[Any] | frozenset[Any]) -> list[Any]:
+    """The items of a YAML collection a user meant as a list: a mapping's keys, a set's members sorted.
+
+    Why: `tags: {a, b}` is a YAML mapping (`!!set` a set); as strings they gave tags like `{'a':` and
+    `None}`, and a set's order changes with every process (hash seed), so its text was not stable.
+    """
+    if isinstance(value, dict):
+        return list(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    return list(value)
 
 
 _TAG_SPLIT = re.compile(r"[,\s]+")
@@ -501,10 +514,13 @@ def _string_list(value: Any, tags: bool = False) -> tuple[str, ...]:
     """A list field as strings; a scalar becomes a one-item list (`tags: a, b` or `tags: #a #b` split)."""
     if _blank(value):
         return ()
-    items = value if isinstance(value, list) else _TAG_SPLIT.split(str(value)) if tags else [value]
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        items = _entries(value)
+    else:
+        items = _TAG_SPLIT.split(str(value)) if tags else [value]
     out: list[str] = []
     for item in items:
-        if _blank(item) or isinstance(item, dict):
+        if _blank(item) or isinstance(item, dict | tuple | set | frozenset):
             continue
         s = str(item).strip()
         if tags:
