@@ -7,9 +7,11 @@ after), not a speed assertion.
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -75,3 +77,26 @@ def test_tags_written_as_a_mapping_or_set_are_their_names(names: list[str], form
     assert note.tags == expected and note.aliases == tuple(names)
     if form.startswith("!!set"):  # the payload's frontmatter keeps what was written, a set in a stable order
         assert jsonable(note.frontmatter)["tags"] == list(expected)
+
+
+def test_a_request_path_cannot_forge_a_line_of_the_server_log(caplog: pytest.LogCaptureFixture) -> None:
+    from mindnet.server.app import Guard
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 404, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    sent: list[dict[str, Any]] = []
+    path = "/x\n2026-12-01 INFO forged \x1b[31m"  # what `/x%0a...%1b[31m` decodes to
+    scope = {"type": "http", "method": "GET", "path": path, "headers": [(b"host", b"127.0.0.1")]}
+    with caplog.at_level("INFO", logger="mindnet.http"):
+        asyncio.run(Guard(app, allowed_hosts=frozenset(), api_key=None, trusted=True)(scope, receive, send))
+    logged = [r.getMessage() for r in caplog.records if r.name == "mindnet.http"]
+    assert sent[0]["status"] == 404
+    assert logged == ["GET /x\\n2026-12-01 INFO forged \\x1b[31m 404 " + logged[0].rsplit(" ", 1)[1]]
