@@ -8,6 +8,8 @@ after), not a speed assertion.
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +24,7 @@ from mindnet.chunking.sentences import sentence_spans
 from mindnet.config import Settings
 from mindnet.errors import NoteError, printable
 from mindnet.points import jsonable
-from mindnet.vault import NoteProblem, parse_note
+from mindnet.vault import NoteProblem, parse_note, read_note
 
 BIN = Path(sys.executable).parent
 
@@ -100,3 +102,14 @@ def test_a_request_path_cannot_forge_a_line_of_the_server_log(caplog: pytest.Log
     logged = [r.getMessage() for r in caplog.records if r.name == "mindnet.http"]
     assert sent[0]["status"] == 404
     assert logged == ["GET /x\\n2026-12-01 INFO forged \\x1b[31m 404 " + logged[0].rsplit(" ", 1)[1]]
+
+
+def test_a_named_pipe_called_md_is_reported_not_waited_on(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.md")  # reading it blocked until a writer came: chunk, lint and import hung
+    (tmp_path / "ok.md").write_text("# ok\n\nfine\n", encoding="utf-8")
+    with pytest.raises(NoteError, match="named pipe, not a regular file"):
+        read_note(tmp_path / "pipe.md", "pipe.md", Settings())
+    out, err = _output("mindnet-chunk", "-j", "1", str(tmp_path))
+    assert err == ["pipe.md: error: cannot read file: a named pipe, not a regular file"]
+    assert [json.loads(line)["note_id"] for line in out] == ["ok"]
+

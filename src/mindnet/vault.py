@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -433,15 +434,37 @@ def parse_note(
 
 def _read_text(path: Path, rel: str, limit: int) -> str:
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise NoteError(rel, _too_big(size, limit))
-        raw = path.read_bytes()
+        raw = _read_bytes(path, rel, limit)
     except NoteError:
         raise
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
     return decode_note(raw, rel, limit)
+
+
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _read_bytes(path: Path, rel: str, limit: int) -> bytes:
+    """At most `limit + 1` bytes of a regular file, judged on the open descriptor.
+
+    Why: `x.md` may be a named pipe (reading blocks until a writer comes: a hang) or a device like
+    /dev/zero (endless bytes: memory runs away), and a file may grow after its size was checked.
+    O_NONBLOCK makes opening a pipe return at once; fstat on the descriptor sees what was opened.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _SPECIAL_FILES if test(info.st_mode)), "not a regular file")
+            raise NoteError(rel, f"cannot read file: {kind}, not a regular file")
+        if info.st_size > limit:
+            raise NoteError(rel, _too_big(info.st_size, limit))
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit + 1)
+    finally:
+        os.close(fd)
 
 
 def _too_big(size: int, limit: int) -> str:
