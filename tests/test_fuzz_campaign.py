@@ -113,3 +113,17 @@ def test_a_named_pipe_called_md_is_reported_not_waited_on(tmp_path: Path) -> Non
     assert err == ["pipe.md: error: cannot read file: a named pipe, not a regular file"]
     assert [json.loads(line)["note_id"] for line in out] == ["ok"]
 
+
+
+_BREAKS = st.sampled_from(["\n", "\r\n", "\r"])
+
+
+@given(st.lists(_BREAKS, min_size=4, max_size=4))
+@settings(max_examples=60, deadline=None)
+def test_frontmatter_closes_after_any_line_ending(breaks: list[str]) -> None:
+    a, b, c, d = breaks  # "---\rtitle: T\r---\r" was not closed: the YAML became chunk text, its fields lost
+    text = f"---{a}title: Kept title{b}tags: [x]{c}---{d}# Heading{d}{d}body words here{d}"
+    note = parse_note(text, "a.md", Settings(), lambda: "2020-01-01")
+    assert note.title == "Kept title" and note.tags == ("x",)
+    assert note.fulltext == f"# Heading{d}{d}body words here{d}"
+    assert note.body_line == 5 and note.field_lines == {"title": 2, "tags": 3}
