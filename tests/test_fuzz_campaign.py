@@ -24,7 +24,7 @@ from mindnet.chunking.sentences import sentence_spans
 from mindnet.config import Settings
 from mindnet.errors import NoteError, printable
 from mindnet.points import jsonable
-from mindnet.vault import NoteProblem, parse_note, read_note
+from mindnet.vault import NoteProblem, parse_note, read_note, read_vault
 
 BIN = Path(sys.executable).parent
 
@@ -127,3 +127,26 @@ def test_frontmatter_closes_after_any_line_ending(breaks: list[str]) -> None:
     assert note.title == "Kept title" and note.tags == ("x",)
     assert note.fulltext == f"# Heading{d}{d}body words here{d}"
     assert note.body_line == 5 and note.field_lines == {"title": 2, "tags": 3}
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_imports(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    (vault / os.fsdecode(b"sub\xff")).mkdir(parents=True)  # one such name ended every command in an internal error
+    (vault / os.fsdecode(b"sub\xff") / "inner.md").write_text("# inner\n\ntext\n", encoding="utf-8")
+    (vault / os.fsdecode(b"\xff\xfe.md")).write_text("# bad name\n\ntext\n", encoding="utf-8")
+    (vault / "ok.md").write_text("# ok\n\nrivers and gardens\n", encoding="utf-8")
+    result = read_vault(vault)
+    assert [n.path for n in result.notes] == ["ok.md"]
+    assert sorted(p.one_line() for p in result.problems) == [
+        "\\xff\\xfe.md: error: file name is not valid UTF-8; rename it to read it",
+        "sub\\xff: error: file name is not valid UTF-8; rename it to read it",
+    ]
+    store = ["--store", str(tmp_path / "store")]
+    _, err = _output("mindnet", "import", str(vault), *store)
+    assert sorted(line for line in err if ": error: " in line) == sorted(p.one_line() for p in result.problems)
+    query = os.fsdecode(b"rivers \xff")  # the tokenizer's TypeError on it was an internal error
+    done = subprocess.run([str(BIN / "mindnet"), "search", query, "--vault", str(vault), *store],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: the query is not valid UTF-8 (at character 8); "
+                                        "set the terminal to UTF-8 or retype it"]

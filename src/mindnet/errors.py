@@ -12,7 +12,7 @@ _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def printable(text: str) -> str:
-    """`text` with control characters and line/paragraph separators escaped (`\\n`, `\\x1b`, `\\u2028`).
+    """`text` with control characters, line/paragraph separators and lone surrogates escaped (`\\n`, `\\x1b`).
 
     Why: a file name may hold a newline or a terminal escape; printed raw it splits the one-line
     report that editors and CI read line by line, or recolours the user's terminal.
@@ -23,7 +23,9 @@ def printable(text: str) -> str:
 
 
 def _escaped(char: str) -> str:
-    if unicodedata.category(char) not in ("Cc", "Zl", "Zp"):
+    if "\udc80" <= char <= "\udcff":  # a byte that was not UTF-8 (surrogateescape): shown as that byte
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    if unicodedata.category(char) not in ("Cc", "Zl", "Zp", "Cs"):
         return char
     if char in _NAMED:
         return _NAMED[char]

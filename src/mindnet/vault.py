@@ -307,6 +307,10 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
                 continue
             if spec is not None and spec.match_file(rel + ("/" if is_dir else "")):
                 continue
+            if not _utf8_name(entry.name):
+                if is_dir or entry.name.lower().endswith(".md"):
+                    problems.append(NoteProblem(rel, None, "file name is not valid UTF-8; rename it to read it"))
+                continue
             if entry.is_symlink():
                 target = _symlink_target(Path(entry.path), real_root)
                 if target is None:
@@ -330,6 +334,19 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
     notes.sort()
     others.sort()
     return notes, others, problems
+
+
+def _utf8_name(name: str) -> bool:
+    """Whether a file name decoded from the OS is UTF-8 (Python keeps other bytes as lone surrogates).
+
+    Why: such a path cannot be hashed, stored or printed as UTF-8; one of them ended every command on
+    the vault with an internal error, the good notes included.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def ignore_spec(root: Path) -> pathspec.PathSpec | None:
