@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -150,3 +151,24 @@ def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_imports(tmp_path:
     assert done.returncode == 2
     assert done.stderr.splitlines() == ["error: the query is not valid UTF-8 (at character 8); "
                                         "set the terminal to UTF-8 or retype it"]
+
+
+def test_notes_named_in_nfd_on_disk_are_read_under_their_nfc_path(tmp_path: Path) -> None:
+    vault = tmp_path / "vault"
+    folder = vault / unicodedata.normalize("NFD", "Résumé")  # as macOS writes names: "no such file" before
+    folder.mkdir(parents=True)
+    (folder / "inner.md").write_text("# Inner\n\nwords in a folder\n", encoding="utf-8")
+    nfd_note = vault / unicodedata.normalize("NFD", "Café.md")
+    nfd_note.write_text("# Café\n\nabout coffee [[inner]]\n", encoding="utf-8")
+    result = read_vault(vault)
+    assert not result.problems
+    assert [n.path for n in result.notes] == ["Café.md", "Résumé/inner.md"]
+    done = subprocess.run([str(BIN / "mindnet"), "import", str(vault), "--store", str(tmp_path / "store")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "2 new" in done.stdout + done.stderr
+    done = subprocess.run([str(BIN / "mindnet"), "lint", str(vault), "--fix"], capture_output=True, text=True,
+                          timeout=300)
+    assert "MN003" not in done.stdout and "Traceback" not in done.stderr
+    names = sorted(p.name for p in vault.iterdir() if not p.name.startswith("."))
+    assert names == sorted([nfd_note.name, folder.name])  # no NFC twin written beside the NFD file
+    assert nfd_note.read_text(encoding="utf-8").startswith("---\n") and "about coffee [[inner]]" in nfd_note.read_text()

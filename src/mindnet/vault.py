@@ -222,7 +222,7 @@ def _read_cached(
     if cache is None:
         return read_note(path, rel, settings, known_langs)
     try:
-        st = path.stat()
+        path, st = stat_note(path)
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
     note = cache.get(rel, st)
@@ -381,7 +381,7 @@ def read_note(path: Path, rel: str, settings: Settings, known_langs: KnownLangua
     Raises:
         NoteError: the file cannot become a note (size, encoding, NUL, empty, malformed YAML).
     """
-    text = _read_text(path, rel, settings.max_file_bytes)
+    path, text = _read_text(path, rel, settings.max_file_bytes)
     return parse_note(text, rel, settings, lambda: _mtime_iso(path), known_langs)
 
 
@@ -449,14 +449,61 @@ def parse_note(
     )
 
 
-def _read_text(path: Path, rel: str, limit: int) -> str:
+def _read_text(path: Path, rel: str, limit: int) -> tuple[Path, str]:
+    """The path the file was found at and its text."""
     try:
-        raw = _read_bytes(path, rel, limit)
+        try:
+            raw = _read_bytes(path, rel, limit)
+        except FileNotFoundError:
+            found = _on_disk(path)
+            if found == path:
+                raise
+            path, raw = found, _read_bytes(found, rel, limit)
     except NoteError:
         raise
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
-    return decode_note(raw, rel, limit)
+    return path, decode_note(raw, rel, limit)
+
+
+def note_file(path: Path) -> Path:
+    """`path` if it exists, else the file of the same NFC name (`_on_disk`): for writers like lint --fix."""
+    return path if os.path.lexists(path) else _on_disk(path)
+
+
+def stat_note(path: Path) -> tuple[Path, os.stat_result]:
+    """The path a note is found at (see `_on_disk`) and its stat; OSError when it is not there."""
+    try:
+        return path, path.stat()
+    except FileNotFoundError:
+        found = _on_disk(path)
+        if found == path:
+            raise
+        return found, found.stat()
+
+
+def _on_disk(path: Path) -> Path:
+    """`path` with each missing part replaced by the folder entry of the same NFC form (else `path`).
+
+    Why: vault paths are NFC (R1: stable across systems), but a file made on macOS or synced from it
+    may be named in NFD on disk ('Cafe' + U+0301); joined from the NFC path it was "not found", and
+    every note with an accent in its name or folder was lost. Runs only after a read failed.
+    """
+    found = Path(path.anchor)
+    for part in path.parts[len(found.parts):]:
+        candidate = found / part
+        if not os.path.lexists(candidate):
+            wanted = unicodedata.normalize("NFC", part)
+            try:
+                names = os.listdir(found)
+            except OSError:
+                return path
+            match = next((n for n in sorted(names) if unicodedata.normalize("NFC", n) == wanted), None)
+            if match is None:
+                return path
+            candidate = found / match
+        found = candidate
+    return found
 
 
 _SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
