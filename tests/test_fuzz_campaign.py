@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from mindnet.chunking import sentences
 from mindnet.chunking.sentences import sentence_spans
-from mindnet.config import Settings
-from mindnet.errors import NoteError, printable
+from mindnet.config import Settings, load_settings
+from mindnet.errors import ConfigError, NoteError, printable
 from mindnet.points import jsonable
 from mindnet.vault import NoteProblem, parse_note, read_note, read_vault
 
@@ -172,3 +172,16 @@ def test_notes_named_in_nfd_on_disk_are_read_under_their_nfc_path(tmp_path: Path
     names = sorted(p.name for p in vault.iterdir() if not p.name.startswith("."))
     assert names == sorted([nfd_note.name, folder.name])  # no NFC twin written beside the NFD file
     assert nfd_note.read_text(encoding="utf-8").startswith("---\n") and "about coffee [[inner]]" in nfd_note.read_text()
+
+
+def test_a_config_file_that_is_not_utf8_or_not_a_file_is_a_config_error(tmp_path: Path) -> None:
+    (tmp_path / "mindnet.toml").write_bytes(b"strategy = 'structure'\n\xff\xfe\n")  # was an internal error
+    with pytest.raises(ConfigError, match=r"mindnet.toml: invalid UTF-8 \(byte 0xff on line 2\)"):
+        load_settings(tmp_path)
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_settings(tmp_path, tmp_path)  # a folder given as --config
+    (tmp_path / "ok.md").write_text("# ok\n\nfine\n", encoding="utf-8")
+    done = subprocess.run([str(BIN / "mindnet-chunk"), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        f"error: {tmp_path / 'mindnet.toml'}: invalid UTF-8 (byte 0xff on line 2); save the file as UTF-8"
+    ]
