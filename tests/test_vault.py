@@ -155,14 +155,14 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     """CI runs as root, where chmod 0 does not stop reads, so the OS error is injected."""
     write(tmp_path, "locked.md", "# x\n")
     write(tmp_path, "open.md", "# y\n")
-    real = Path.read_bytes
+    real = os.open
 
-    def read_bytes(self: Path) -> bytes:
-        if self.name == "locked.md":
+    def guarded_open(path: str | os.PathLike[str], flags: int, *args: int, **kwargs: object) -> int:
+        if Path(path).name == "locked.md":
             raise PermissionError(13, "Permission denied")
-        return real(self)
+        return real(path, flags, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(os, "open", guarded_open)
     result = read_vault(tmp_path)
     assert [n.path for n in result.notes] == ["open.md"]
     assert [p.one_line() for p in result.problems] == ["locked.md: error: cannot read file: permission denied"]

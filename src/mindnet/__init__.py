@@ -31,6 +31,7 @@ _EXPORTS: dict[str, str] = {
     "Settings": "config", "load_settings": "config", "store_dir": "config", "prepare_store_dir": "config",
     "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors", "InputError": "errors",
     "ChunkingError": "errors", "StoreError": "errors", "NotFoundError": "errors", "VaultNotFoundError": "errors",
+    "location": "errors", "printable": "errors",
     # the resident server (serve, watch, mcp) and how clients find it
     "Resident": "service", "ServerAddress": "address", "find_server": "address", "read_address": "address",
     "write_address": "address", "remove_address": "address", "socket_path": "address",
@@ -85,10 +86,12 @@ __all__ = [
     "lint_summary_line",
     "load_beir",
     "load_settings",
+    "location",
     "ndjson",
     "note_from_text",
     "parse_codes",
     "prepare_store_dir",
+    "printable",
     "read_address",
     "read_vault",
     "remove_address",
@@ -129,6 +132,8 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
         NotFoundError,
         StoreError,
         VaultNotFoundError,
+        location,
+        printable,
     )
     from .evaluation import evaluate_beir, evaluate_vault, format_table, load_beir
     from .lint import FORMATS as LINT_FORMATS

@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import InputError, MindnetError, NoteError, Settings, load_settings
+from . import InputError, MindnetError, NoteError, Settings, load_settings, location, printable
 
 DEBUG_FLAG = "--debug"
 """Accepted anywhere on a command line (like MINDNET_DEBUG=1): show the traceback of an error."""
@@ -63,8 +63,7 @@ def settings_for(
 def error_line(exc: BaseException, debug: bool = False) -> str:
     """`path:line: error: reason` for a bad user file, else `error: reason`, one line, never a traceback."""
     if isinstance(exc, InputError):
-        where = f"{exc.path}:{exc.line}" if exc.line is not None else exc.path
-        return f"{where}: error: {flat(exc.reason)}"
+        return f"{location(exc.path, exc.line)}: error: {flat(exc.reason)}"
     if isinstance(exc, MindnetError):
         return f"error: {flat(str(exc))}"
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # a usage error of the option parser
@@ -72,7 +71,7 @@ def error_line(exc: BaseException, debug: bool = False) -> str:
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         return f"error: {flat(exc.format_message())}{hint}"
     if isinstance(exc, OSError) and exc.strerror:
-        where = f"{exc.filename}: " if exc.filename else ""
+        where = f"{printable(str(exc.filename))}: " if exc.filename else ""
         return f"error: {where}{exc.strerror}"
     if type(exc).__name__ == "Abort" and type(exc).__module__.startswith(("click", "typer")):  # typer.Abort
         return "error: aborted"
@@ -94,7 +93,7 @@ def exit_code(exc: BaseException) -> int:
 
 def flat(text: str) -> str:
     """A message on one line: editors and CI read stderr line by line."""
-    return " ".join(text.split()) or "(no message)"
+    return printable(" ".join(text.split())) or "(no message)"
 
 
 def report(exc: BaseException, debug: bool) -> int:
@@ -123,8 +122,8 @@ def run_chunk(
             stdin: Any = getattr(sys.stdin, "buffer", sys.stdin)  # bytes, so bad input is judged like a file's
             note = note_from_text(stdin.read(), settings)
         except NoteError as exc:
-            where = f"{exc.path}:{exc.line}" if exc.line is not None else exc.path
-            say(f"{where}: error: {exc.reason}")  # the line a file with the same bytes gets
+            # the line a file with the same bytes gets
+            say(f"{location(exc.path, exc.line)}: error: {printable(exc.reason)}")
             return 1
         sys.stdout.write(ndjson(chunk_note(note, settings)))
         return 0
@@ -143,7 +142,7 @@ def run_chunk(
         write = _byte_writer()
         for note, lines, error in reader.chunk_lines(notes, jobs):
             if error is not None:
-                say(f"{note.path}: error: {error}")
+                say(f"{printable(note.path)}: error: {printable(error)}")
                 failed += 1
             write(lines)
     return 1 if failed else 0

@@ -271,11 +271,24 @@ def _merged(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The settings of a TOML file; every way it can be bad is a ConfigError naming it.
+
+    Why: a config file that was not UTF-8 ended each command with an internal UnicodeDecodeError,
+    and a named pipe in its place would have been waited on.
+    """
     try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+        if path.exists() and not path.is_file():
+            raise ConfigError(f"{path}: config file is not a regular file")
+        raw = path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: config file not found") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {(exc.strerror or str(exc)).lower()}") from None
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}: invalid UTF-8 (byte 0x{raw[exc.start]:02x} on line {line}); "
+                          "save the file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
     # A `[mindnet]` table is accepted too, for people who keep several tools' settings in one file.

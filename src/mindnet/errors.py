@@ -6,6 +6,37 @@ so the one-line message can point at the exact spot (R3).
 
 from __future__ import annotations
 
+import unicodedata
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: str) -> str:
+    """`text` with control characters, line/paragraph separators and lone surrogates escaped (`\\n`, `\\x1b`).
+
+    Why: a file name may hold a newline or a terminal escape; printed raw it splits the one-line
+    report that editors and CI read line by line, or recolours the user's terminal.
+    """
+    if text.isprintable():
+        return text
+    return "".join(_escaped(c) for c in text)
+
+
+def _escaped(char: str) -> str:
+    if "\udc80" <= char <= "\udcff":  # a byte that was not UTF-8 (surrogateescape): shown as that byte
+        return f"\\x{ord(char) - 0xDC00:02x}"
+    if unicodedata.category(char) not in ("Cc", "Zl", "Zp", "Cs"):
+        return char
+    if char in _NAMED:
+        return _NAMED[char]
+    return f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}"
+
+
+def location(path: str, line: int | None) -> str:
+    """`path:line` (or `path`) for a one-line report, the path made printable."""
+    where = printable(path)
+    return f"{where}:{line}" if line is not None else where
+
 
 class MindnetError(Exception):
     """Root of every error mindnet raises on purpose."""
@@ -26,8 +57,7 @@ class InputError(MindnetError):
 
     def one_line(self) -> str:
         """`path:line: reason`, the format editors and CI annotators understand."""
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.reason}"
+        return f"{location(self.path, self.line)}: {printable(self.reason)}"
 
 
 class ChunkingError(MindnetError):

@@ -64,7 +64,9 @@ class Limits(NamedTuple):
 
 
 _OPEN = re.compile(r"---[ \t]*(?:\r\n|\r|\n)")
-_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n|$)", re.M)
+_CLOSE = re.compile(r"(?:^|(?<=\r))(?:---|\.\.\.)[ \t]*(?:\r\n|\r|\n|$)", re.M)
+"""The closing fence at a line start; `^` knows only LF, so a line after a lone CR (classic Mac or
+mixed line endings) is a line start too: else the YAML was chunked as body text and its fields lost."""
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # The values run to the end of the line and are right-stripped in code: a lazy `.*?` before `[ \t]*$`
 # backtracks quadratically on a line of many spaces followed by a non-space.

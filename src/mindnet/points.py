@@ -325,6 +325,8 @@ def jsonable(value: Any) -> Any:
         return {str(k): jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [jsonable(v) for v in value]
+    if isinstance(value, set | frozenset):  # `!!set`: sorted, since a set's order follows the hash seed
+        return [jsonable(v) for v in sorted(value, key=str)]
     if value is None or isinstance(value, bool | int | float | str):
         return value
     return str(value)

@@ -26,6 +26,7 @@ from typing import Any
 from .api import Index
 from .config import Settings, store_dir
 from .embedding import Embedder
+from .errors import printable
 from .sync import ImportSummary
 from .vault import EXCLUDED_DIRS, IGNORE_FILE, ignore_spec
 
@@ -278,5 +279,5 @@ class Resident:
         more = f" (+{len(seen) - 1} more)" if len(seen) > 1 else ""
         self.state.last_event = f"{getattr(kind, 'name', kind)} {rel.as_posix()}{more}"
         self.state.last_event_at = time.time()
-        log.info("change %s", self.state.last_event)
+        log.info("change %s", printable(self.state.last_event))  # a file name may hold a newline
         self.request_import()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -19,7 +20,7 @@ import pathspec
 
 from . import frontmatter as fm
 from .config import Settings
-from .errors import NoteError, VaultNotFoundError
+from .errors import NoteError, VaultNotFoundError, location, printable
 from .language import detect_language, language_identifier
 from .text import content_hash, line_of, line_starts, slugify, without_fences
 
@@ -83,8 +84,7 @@ class NoteProblem:
     """`error`: the file was skipped (exit code says so); `warning`: imported with a default."""
 
     def one_line(self) -> str:
-        where = f"{self.path}:{self.line}" if self.line is not None else self.path
-        return f"{where}: {self.severity}: {self.reason}"
+        return f"{location(self.path, self.line)}: {self.severity}: {printable(self.reason)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +222,7 @@ def _read_cached(
     if cache is None:
         return read_note(path, rel, settings, known_langs)
     try:
-        st = path.stat()
+        path, st = stat_note(path)
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
     note = cache.get(rel, st)
@@ -307,6 +307,10 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
                 continue
             if spec is not None and spec.match_file(rel + ("/" if is_dir else "")):
                 continue
+            if not _utf8_name(entry.name):
+                if is_dir or entry.name.lower().endswith(".md"):
+                    problems.append(NoteProblem(rel, None, "file name is not valid UTF-8; rename it to read it"))
+                continue
             if entry.is_symlink():
                 target = _symlink_target(Path(entry.path), real_root)
                 if target is None:
@@ -330,6 +334,19 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
     notes.sort()
     others.sort()
     return notes, others, problems
+
+
+def _utf8_name(name: str) -> bool:
+    """Whether a file name decoded from the OS is UTF-8 (Python keeps other bytes as lone surrogates).
+
+    Why: such a path cannot be hashed, stored or printed as UTF-8; one of them ended every command on
+    the vault with an internal error, the good notes included.
+    """
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def ignore_spec(root: Path) -> pathspec.PathSpec | None:
@@ -364,7 +381,7 @@ def read_note(path: Path, rel: str, settings: Settings, known_langs: KnownLangua
     Raises:
         NoteError: the file cannot become a note (size, encoding, NUL, empty, malformed YAML).
     """
-    text = _read_text(path, rel, settings.max_file_bytes)
+    path, text = _read_text(path, rel, settings.max_file_bytes)
     return parse_note(text, rel, settings, lambda: _mtime_iso(path), known_langs)
 
 
@@ -432,17 +449,86 @@ def parse_note(
     )
 
 
-def _read_text(path: Path, rel: str, limit: int) -> str:
+def _read_text(path: Path, rel: str, limit: int) -> tuple[Path, str]:
+    """The path the file was found at and its text."""
     try:
-        size = path.stat().st_size
-        if size > limit:
-            raise NoteError(rel, _too_big(size, limit))
-        raw = path.read_bytes()
+        try:
+            raw = _read_bytes(path, rel, limit)
+        except FileNotFoundError:
+            found = _on_disk(path)
+            if found == path:
+                raise
+            path, raw = found, _read_bytes(found, rel, limit)
     except NoteError:
         raise
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
-    return decode_note(raw, rel, limit)
+    return path, decode_note(raw, rel, limit)
+
+
+def note_file(path: Path) -> Path:
+    """`path` if it exists, else the file of the same NFC name (`_on_disk`): for writers like lint --fix."""
+    return path if os.path.lexists(path) else _on_disk(path)
+
+
+def stat_note(path: Path) -> tuple[Path, os.stat_result]:
+    """The path a note is found at (see `_on_disk`) and its stat; OSError when it is not there."""
+    try:
+        return path, path.stat()
+    except FileNotFoundError:
+        found = _on_disk(path)
+        if found == path:
+            raise
+        return found, found.stat()
+
+
+def _on_disk(path: Path) -> Path:
+    """`path` with each missing part replaced by the folder entry of the same NFC form (else `path`).
+
+    Why: vault paths are NFC (R1: stable across systems), but a file made on macOS or synced from it
+    may be named in NFD on disk ('Cafe' + U+0301); joined from the NFC path it was "not found", and
+    every note with an accent in its name or folder was lost. Runs only after a read failed.
+    """
+    found = Path(path.anchor)
+    for part in path.parts[len(found.parts):]:
+        candidate = found / part
+        if not os.path.lexists(candidate):
+            wanted = unicodedata.normalize("NFC", part)
+            try:
+                names = os.listdir(found)
+            except OSError:
+                return path
+            match = next((n for n in sorted(names) if unicodedata.normalize("NFC", n) == wanted), None)
+            if match is None:
+                return path
+            candidate = found / match
+        found = candidate
+    return found
+
+
+_SPECIAL_FILES = ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                  (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def _read_bytes(path: Path, rel: str, limit: int) -> bytes:
+    """At most `limit + 1` bytes of a regular file, judged on the open descriptor.
+
+    Why: `x.md` may be a named pipe (reading blocks until a writer comes: a hang) or a device like
+    /dev/zero (endless bytes: memory runs away), and a file may grow after its size was checked.
+    O_NONBLOCK makes opening a pipe return at once; fstat on the descriptor sees what was opened.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _SPECIAL_FILES if test(info.st_mode)), "not a regular file")
+            raise NoteError(rel, f"cannot read file: {kind}, not a regular file")
+        if info.st_size > limit:
+            raise NoteError(rel, _too_big(info.st_size, limit))
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(limit + 1)
+    finally:
+        os.close(fd)
 
 
 def _too_big(size: int, limit: int) -> str:
@@ -490,9 +576,22 @@ def _blank(value: Any) -> bool:
 def _text(value: Any) -> str | None:
     if _blank(value):
         return None
-    if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        return ", ".join(str(v) for v in _entries(value)) or None
     return str(value).strip() or None
+
+
+def _entries(value: list[Any] | tuple[Any, ...] | dict[Any, Any] | set[Any] | frozenset[Any]) -> list[Any]:
+    """The items of a YAML collection a user meant as a list: a mapping's keys, a set's members sorted.
+
+    Why: `tags: {a, b}` is a YAML mapping (`!!set` a set); as strings they gave tags like `{'a':` and
+    `None}`, and a set's order changes with every process (hash seed), so its text was not stable.
+    """
+    if isinstance(value, dict):
+        return list(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=str)
+    return list(value)
 
 
 _TAG_SPLIT = re.compile(r"[,\s]+")
@@ -502,10 +601,13 @@ def _string_list(value: Any, tags: bool = False) -> tuple[str, ...]:
     """A list field as strings; a scalar becomes a one-item list (`tags: a, b` or `tags: #a #b` split)."""
     if _blank(value):
         return ()
-    items = value if isinstance(value, list) else _TAG_SPLIT.split(str(value)) if tags else [value]
+    if isinstance(value, list | tuple | dict | set | frozenset):
+        items = _entries(value)
+    else:
+        items = _TAG_SPLIT.split(str(value)) if tags else [value]
     out: list[str] = []
     for item in items:
-        if _blank(item) or isinstance(item, dict):
+        if _blank(item) or isinstance(item, dict | tuple | set | frozenset):
             continue
         s = str(item).strip()
         if tags:

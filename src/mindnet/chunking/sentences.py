@@ -225,12 +225,15 @@ def _wikilink_spans(text: str) -> list[Span]:
 
     The regex retried every `[[` of a line and scanned each to the line's end: a line of 100k
     brackets took minutes. Every `[[` of a line shares the first `]]` after it, so a line without
-    one is skipped whole.
+    one is skipped whole. A line's end is found once, not once per link on it: a line of 100k
+    `[[n]]` links rescanned its rest for each of them and took minutes too.
     """
     spans: list[Span] = []
     pos = 0
+    line_end = -1
     while (i := text.find("[[", pos)) >= 0:
-        line_end = _LINE_END.search(text, i).start()
+        if i > line_end:
+            line_end = _LINE_END.search(text, i).start()
         close = text.find("]]", i + 2, line_end)
         if close < 0:
             pos = line_end

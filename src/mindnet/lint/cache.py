@@ -26,7 +26,7 @@ from typing import Any
 from ..config import Settings, prepare_store_dir
 from ..errors import NoteError
 from ..file_stat import StatKey, is_racy, stat_key
-from ..vault import Note, NoteProblem, discover, read_note
+from ..vault import Note, NoteProblem, discover, read_note, stat_note
 
 CACHE_PATH = ".mindnet/lint-index.json"
 """Vault-relative; `.mindnet/` is never read as notes (vault.EXCLUDED_DIRS)."""
@@ -115,9 +115,8 @@ def refresh_index(root: Path, settings: Settings, *, use_cache: bool = True, kee
     read: dict[str, Note] = {}
     reads = 0
     for rel in files:
-        path = root / rel
         try:
-            st = path.stat()
+            path, st = stat_note(root / rel)
         except OSError as exc:
             entries[rel] = IndexEntry(rel, None, problem_reason=f"cannot read file: {_reason(exc)}")
             continue

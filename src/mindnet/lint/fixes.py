@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import frontmatter as fm
 from ..errors import MindnetError, NoteError
+from ..vault import note_file
 from .rules import Finding
 
 
@@ -52,7 +53,7 @@ def fix_notes(root: str | Path, findings: Iterable[Finding]) -> FixSummary:
     skipped: list[str] = []
     fixed = 0
     for rel, items in sorted(by_path.items()):
-        path = root_path / rel
+        path = note_file(root_path / rel)  # the NFD name on disk of an NFC vault path
         edits: dict[str, Any] = {}
         for f in items:
             edits.update(f.fix)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from ..errors import ConfigError
+from ..errors import ConfigError, printable
 from .rules import RULES, Finding
 
 FORMATS = ("text", "json", "github")
@@ -42,7 +42,7 @@ def format_findings(findings: Sequence[Finding], output_format: str) -> str:
         ConfigError: an unknown format.
     """
     if output_format == "text":
-        return "".join(f"{f.path}:{f.line}:{f.col}: {f.code} {f.message}\n" for f in findings)
+        return "".join(f"{printable(f.path)}:{f.line}:{f.col}: {f.code} {printable(f.message)}\n" for f in findings)
     if output_format == "json":
         return json.dumps([f.as_dict() for f in findings], ensure_ascii=False, indent=2) + "\n"
     if output_format == "github":

@@ -22,6 +22,7 @@ from ..links import Resolver
 from ..vault import (
     NoteProblem,
     assign_ids,  # the import's own duplicate-id rule (R3), not a copy
+    note_file,
     read_note,
 )
 from ..vault_paths import group_paths
@@ -127,7 +128,7 @@ def lint_vault(
             findings.append(problem_finding(problem))
             continue
         assert note is not None
-        lines = functools.partial(_header_lines, root_path / rel)
+        lines = functools.partial(_header_lines, note_file(root_path / rel))
         findings.extend(check_note(note, resolver, settings, assigned.get(rel, note.note_id), schemes, lines))
     chosen = [f for f in findings if is_selected(f.code, select, ignore)]
     chosen.sort(key=lambda f: (f.path, f.line, f.col, f.code, f.message))

@@ -55,6 +55,18 @@ _Later: TypeAlias = Callable[[], list[ScoredPoint]]
 # ---------------------------------------------------------------------------------------------
 
 
+def _check_utf8(query: str) -> None:
+    """Refuse a query holding lone surrogates: bytes from the command line that were not UTF-8.
+
+    Why: the tokenizer raised a TypeError on them, which reached the user as an internal error.
+    """
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise MindnetError(f"the query is not valid UTF-8 (at character {exc.start + 1}); "
+                           "set the terminal to UTF-8 or retype it") from None
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One search result: a chunk (or, with `by_note`, the best chunk of a note) and its citation data."""
@@ -187,8 +199,9 @@ class Searcher:
             by_note: one hit per note: its best chunk, with the note's best score.
 
         Raises:
-            MindnetError: an unknown mode or a non-positive `k`.
+            MindnetError: an unknown mode, a non-positive `k`, or a query that is not UTF-8.
         """
+        _check_utf8(query)
         if mode not in MODES:
             raise MindnetError(f"unknown search mode {mode!r}; one of: {', '.join(MODES)}")
         if k < 1:

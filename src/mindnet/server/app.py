@@ -29,6 +29,7 @@ from .. import (
     SearchFilters,
     StoreError,
     __version__,
+    printable,
 )
 from ..web import web_routes
 
@@ -221,7 +222,8 @@ class Guard:
             await JSONResponse({"error": text}, status_code=code)(scope, receive, logged)
         else:
             await self.app(scope, _limited(receive, scope, MAX_BODY_BYTES), logged)
-        log.info("%s %s %s %.1fms", scope["method"], scope["path"], status[0] if status else "-",
+        # printable: the path is percent-decoded, so `%0a` in a URL would forge a line of the log
+        log.info("%s %s %s %.1fms", scope["method"], printable(scope["path"]), status[0] if status else "-",
                  (time.perf_counter() - started) * 1000)
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
