@@ -321,15 +321,22 @@ def dense_list(rows: npt.NDArray[np.int64], scores: Matrix, view: StoreView) -> 
     return [ScoredPoint(view.ids[i], float(s), view.payloads[i]) for i, s in zip(rows, scores, strict=True)]
 
 
+def fetch_views(stack: contextlib.ExitStack, args: argparse.Namespace
+                ) -> tuple[list[bench.CellLists], dict[str, str], dict[str, StoreView]]:
+    """The cells' lists, each cell's corpus, and each corpus's stored vectors read once (cells share stores)."""
+    fetched = bench.fetch_cells(stack, args)
+    corpus_of = {s.name: s.corpus for s in cells.CELLS}
+    views: dict[str, StoreView] = {}
+    for c in fetched:
+        views.setdefault(corpus_of[c.name], load_store(c.searcher))
+    return fetched, corpus_of, views
+
+
 def run(args: argparse.Namespace) -> None:
     """Fetch the cells, replay every candidate alone and fused, write the figures to `--out`."""
     args.e5, args.e5_fixed = False, False
     with contextlib.ExitStack() as stack:
-        fetched = bench.fetch_cells(stack, args)
-        corpus_of = {s.name: s.corpus for s in cells.CELLS}
-        views: dict[str, StoreView] = {}
-        for c in fetched:
-            views.setdefault(corpus_of[c.name], load_store(c.searcher))
+        fetched, corpus_of, views = fetch_views(stack, args)
         singles = {c.name: bench.single_scores(c) for c in fetched}
         default = SearchTuning()
         fams = candidates()
@@ -402,11 +409,7 @@ def run_loo(args: argparse.Namespace) -> None:
     args.e5, args.e5_fixed = False, False
     cand = LOO_CANDIDATES[args.candidate]()
     with contextlib.ExitStack() as stack:
-        fetched = bench.fetch_cells(stack, args)
-        corpus_of = {s.name: s.corpus for s in cells.CELLS}
-        views: dict[str, StoreView] = {}
-        for c in fetched:
-            views.setdefault(corpus_of[c.name], load_store(c.searcher))
+        fetched, corpus_of, views = fetch_views(stack, args)
         replaced = []
         for c in fetched:
             corpus = corpus_of[c.name]
