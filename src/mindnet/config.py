@@ -313,14 +313,9 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
                 raise ValueError(value)
             return int(value)
         if kind is float:
-            if isinstance(value, bool):
-                raise ValueError(value)
-            number = float(value)
-            if not 0.0 <= number <= 10.0:
-                raise ValueError(value)
-            return number
+            return _bounded(value, MAX_WEIGHT)
         if kind == "tokens":
-            return _tokens(value)
+            return _bounded(value, MAX_NOTE_TOKENS)
         if kind == "shape":
             if value not in LEXICAL_SHAPES:
                 raise ValueError(value)
@@ -334,21 +329,23 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
         raise ConfigError(f"{source}: invalid value for {name!r}: {value!r}") from None
 
 
-def _tokens(value: Any) -> float:
-    """A count of tokens as a float (0 = off): not the 0-10 range of the weights, since
-    `dense_note_tokens` is measured in tokens (60 is the measured value)."""
+def _bounded(value: Any, high: float) -> float:
+    """A number in `[0, high]` as a float; a bool is refused (TOML's `true` is no weight)."""
     if isinstance(value, bool):
         raise ValueError(value)
     number = float(value)
-    if not 0.0 <= number <= MAX_NOTE_TOKENS:
+    if not 0.0 <= number <= high:
         raise ValueError(value)
     return number
 
 
 LEXICAL_SHAPES = ("engine", "measured")
 """Names `lexical_shape` takes (the constants live in `store.lexical.BM25_SHAPES`, which config does not import)."""
+MAX_WEIGHT = 10.0
+"""The largest weight a float setting takes (`dense_context`, …)."""
 MAX_NOTE_TOKENS = 10_000.0
-"""Above a chunk's largest size (600 tokens) by far; a larger value is a typo, not a setting."""
+"""`dense_note_tokens` is a count of tokens, not a weight (60 is the measured value): above a chunk's
+largest size (600 tokens) by far; a larger value is a typo, not a setting."""
 
 
 _FIELD_KINDS: dict[str, Any] = {
