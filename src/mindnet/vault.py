@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import pathspec
 
@@ -452,13 +452,7 @@ def parse_note(
 def _read_text(path: Path, rel: str, limit: int) -> tuple[Path, str]:
     """The path the file was found at and its text."""
     try:
-        try:
-            raw = _read_bytes(path, rel, limit)
-        except FileNotFoundError:
-            found = _on_disk(path)
-            if found == path:
-                raise
-            path, raw = found, _read_bytes(found, rel, limit)
+        path, raw = _found(path, lambda at: _read_bytes(at, rel, limit))
     except NoteError:
         raise
     except OSError as exc:
@@ -473,13 +467,22 @@ def note_file(path: Path) -> Path:
 
 def stat_note(path: Path) -> tuple[Path, os.stat_result]:
     """The path a note is found at (see `_on_disk`) and its stat; OSError when it is not there."""
+    return _found(path, Path.stat)
+
+
+_T = TypeVar("_T")
+
+
+def _found(path: Path, use: Callable[[Path], _T]) -> tuple[Path, _T]:
+    """`use(path)`, or, when nothing is at `path`, `use` of the file of the same NFC name (`_on_disk`),
+    with the path it was found at; FileNotFoundError when neither is there."""
     try:
-        return path, path.stat()
+        return path, use(path)
     except FileNotFoundError:
         found = _on_disk(path)
         if found == path:
             raise
-        return found, found.stat()
+        return found, use(found)
 
 
 def _on_disk(path: Path) -> Path:
@@ -573,10 +576,14 @@ def _blank(value: Any) -> bool:
     return value is None or value == "" or value == []
 
 
+_COLLECTIONS = (list, tuple, dict, set, frozenset)
+"""What YAML builds for a value a user meant as a list (`[a, b]`, `{a, b}`, `!!set`, `!!omap`…)."""
+
+
 def _text(value: Any) -> str | None:
     if _blank(value):
         return None
-    if isinstance(value, list | tuple | dict | set | frozenset):
+    if isinstance(value, _COLLECTIONS):
         return ", ".join(str(v) for v in _entries(value)) or None
     return str(value).strip() or None
 
@@ -601,10 +608,7 @@ def _string_list(value: Any, tags: bool = False) -> tuple[str, ...]:
     """A list field as strings; a scalar becomes a one-item list (`tags: a, b` or `tags: #a #b` split)."""
     if _blank(value):
         return ()
-    if isinstance(value, list | tuple | dict | set | frozenset):
-        items = _entries(value)
-    else:
-        items = _TAG_SPLIT.split(str(value)) if tags else [value]
+    items = _entries(value) if isinstance(value, _COLLECTIONS) else _TAG_SPLIT.split(str(value)) if tags else [value]
     out: list[str] = []
     for item in items:
         if _blank(item) or isinstance(item, dict | tuple | set | frozenset):
