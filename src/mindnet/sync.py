@@ -796,7 +796,7 @@ class ChunkWriter:
         transcluder: Transcluder | None = None,
         before_write: Callable[[], None] | None = None,
         *,
-        ahead: EmbedAhead | None = None,
+        ahead: EmbedAhead,
         counted_from: tuple[int, int] | None = None,
     ) -> None:
         self.store = store
@@ -817,7 +817,7 @@ class ChunkWriter:
         self._sent = 0
         self._before_write = before_write
         """Called once before the first write, when the encoder has as much work as it may queue."""
-        self._ahead = ahead or EmbedAhead(embedder.embed_passages, embed_ahead(settings.embed_ahead, _spare_cores()))
+        self._ahead = ahead  # the import's: it decides the overlap at the first batch and closes it
         summary.encoder_ahead = self._ahead.ahead
         self._before = counted_from or _embedder_counts(embedder)
         """The embedder's hits and misses before this import's first embedding (maybe during the read)."""
