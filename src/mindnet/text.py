@@ -178,6 +178,16 @@ def slugify(text: str) -> str:
     return _SLUG_SEP.sub("-", text).strip("-")
 
 
+def not_utf8_at(text: str) -> int | None:
+    """Where `text` stops being UTF-8 (a lone surrogate: a byte the OS or a terminal gave that was
+    not UTF-8, kept by Python's surrogateescape), or None when all of it encodes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start
+    return None
+
+
 def content_hash(text: str) -> str:
     """Stable hex digest used for `content_hash`, `text_hash` and `stable_key`."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -22,7 +22,7 @@ from . import frontmatter as fm
 from .config import Settings
 from .errors import NoteError, VaultNotFoundError, location, printable
 from .language import detect_language, language_identifier
-from .text import content_hash, line_of, line_starts, slugify, without_fences
+from .text import content_hash, line_of, line_starts, not_utf8_at, slugify, without_fences
 
 
 @dataclass(frozen=True, slots=True)
@@ -307,7 +307,7 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
                 continue
             if spec is not None and spec.match_file(rel + ("/" if is_dir else "")):
                 continue
-            if not _utf8_name(entry.name):
+            if not_utf8_at(entry.name) is not None:  # such a path cannot be hashed, stored or printed
                 if is_dir or entry.name.lower().endswith(".md"):
                     problems.append(NoteProblem(rel, None, "file name is not valid UTF-8; rename it to read it"))
                 continue
@@ -334,19 +334,6 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
     notes.sort()
     others.sort()
     return notes, others, problems
-
-
-def _utf8_name(name: str) -> bool:
-    """Whether a file name decoded from the OS is UTF-8 (Python keeps other bytes as lone surrogates).
-
-    Why: such a path cannot be hashed, stored or printed as UTF-8; one of them ended every command on
-    the vault with an internal error, the good notes included.
-    """
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def ignore_spec(root: Path) -> pathspec.PathSpec | None:

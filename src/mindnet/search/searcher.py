@@ -30,6 +30,7 @@ from ..errors import MindnetError
 from ..graph import STRUCTURAL_KINDS
 from ..points import DENSE_VECTOR, E5_VECTOR
 from ..store import AnyOf, Equals, Filter, ScoredPoint, SparseVec, Store, lexical_query
+from ..text import not_utf8_at
 from ..titles import NamedNote, TitleIndex
 from .context import Context, TokenCounter, _EmbedderCounter, _note_ids, build_context, note_fulltexts
 from .filters import SearchFilters
@@ -53,18 +54,6 @@ _Later: TypeAlias = Callable[[], list[ScoredPoint]]
 # ---------------------------------------------------------------------------------------------
 # Records
 # ---------------------------------------------------------------------------------------------
-
-
-def _check_utf8(query: str) -> None:
-    """Refuse a query holding lone surrogates: bytes from the command line that were not UTF-8.
-
-    Why: the tokenizer raised a TypeError on them, which reached the user as an internal error.
-    """
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise MindnetError(f"the query is not valid UTF-8 (at character {exc.start + 1}); "
-                           "set the terminal to UTF-8 or retype it") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +190,10 @@ class Searcher:
         Raises:
             MindnetError: an unknown mode, a non-positive `k`, or a query that is not UTF-8.
         """
-        _check_utf8(query)
+        # Bytes from a terminal that were not UTF-8: the tokenizer would raise a TypeError on them.
+        if (bad := not_utf8_at(query)) is not None:
+            raise MindnetError(f"the query is not valid UTF-8 (at character {bad + 1}); "
+                               "set the terminal to UTF-8 or retype it")
         if mode not in MODES:
             raise MindnetError(f"unknown search mode {mode!r}; one of: {', '.join(MODES)}")
         if k < 1:
