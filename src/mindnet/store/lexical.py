@@ -65,6 +65,7 @@ def shape_fingerprint(shape: Bm25Shape) -> list[float]:
     baselines built before the shape existed stay current (`sync.chunking_hash`, the eval's windows)."""
     return [] if shape == PLAIN_BM25 else list(astuple(shape))
 
+
 _WORD = re.compile(r"[^\W_]+")
 """A word as Edge's word tokenizer cuts them (letters and digits; `_`, `::` and `-` split)."""
 
