@@ -908,3 +908,40 @@ def test_embedding_while_the_vault_is_read_makes_the_store_a_plain_import_makes(
     # The model saw each text once (a batch dropped after the read finds its texts in the cache),
     # and the skipped twin's one chunk is the only text embedded and not stored.
     assert embedder.calls == summary.chunks_embedded == reference.chunks_embedded + 1
+
+
+def test_a_note_whose_user_pattern_runs_away_is_skipped_and_the_others_import(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Non-negotiable 3 with the recursive strategy: one note on which a user's separator backtracks
+    catastrophically is one problem line naming it once; the import goes on with every other note,
+    keeps the bad note's stored chunks from before, and tries it again next time (exit code 1)."""
+    import functools
+
+    from mindnet.chunking import pipeline
+    from mindnet.config import RecursiveSettings
+
+    monkeypatch.setattr(pipeline, "chunk_recursive", functools.partial(pipeline.chunk_recursive, time_limit=0.5))
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "evil.md").write_text("# Evil\n\nfirst words here.\n", encoding="utf-8")
+    (root / "ok.md").write_text("# Ok\n\nfine note about compost.\n", encoding="utf-8")
+    settings = Settings(strategy="recursive",
+                        recursive=RecursiveSettings(max_chunk_size=10, separator_group=None,
+                                                    separators=(r"\n\n", r"(a+)+$")))
+    first, _ = run(root, settings=settings)
+    assert (first.notes_new, first.notes_failed) == (2, 0)
+    (root / "evil.md").write_text(" ".join(["wort"] * 20) + "\n" + "a" * 3000 + "b\n", encoding="utf-8")
+    (root / "ok.md").write_text("# Ok\n\nfine note about compost heaps.\n", encoding="utf-8")
+    second, _ = run(root, settings=settings)
+    assert (second.notes_changed, second.notes_failed) == (1, 1)
+    assert len(second.problems) == 1 and second.problems[0].startswith("evil.md: error: separator [(a+)+$]")
+    assert second.problems[0].count("evil.md") == 1
+    store = open_store(root, settings)
+    try:
+        texts = {p.payload["note_id"]: p.payload["text"] for p in store.scroll("chunks")}
+    finally:
+        store.close()
+    assert "first words here." in texts["evil"]  # the chunks from before the bad edit
+    assert "compost heaps" in texts["ok"]
+    third, _ = run(root, settings=settings)
+    assert third.notes_failed == 1  # tried again, not marked as done

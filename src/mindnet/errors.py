@@ -60,8 +60,9 @@ class InputError(MindnetError):
         return f"{location(self.path, self.line)}: {printable(self.reason)}"
 
 
-class ChunkingError(MindnetError):
-    """A chunking strategy could not finish a note (bad settings, runaway pattern)."""
+class ChunkingError(InputError):
+    """A chunking strategy could not finish a note (a runaway user separator pattern): the note's
+    path and the reason travel apart, so a report names the file once and the import skips just it."""
 
 
 class StoreError(MindnetError):

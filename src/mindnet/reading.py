@@ -17,7 +17,7 @@ from .chunking.base import Chunk
 from .chunking.pipeline import check_settings, chunk_note
 from .chunking.tokens import default_tokenizer
 from .config import Settings, load_settings
-from .errors import MindnetError, NoteError, VaultNotFoundError
+from .errors import InputError, MindnetError, NoteError, VaultNotFoundError
 from .links import Resolver
 from .points import chunk_payload
 from .vault import Note, NoteProblem, VaultResult, decode_note, parse_note, read_vault
@@ -176,6 +176,8 @@ def _chunk_one(note: Note, settings: Settings, resolver: Resolver) -> tuple[byte
     """One note's NDJSON lines as UTF-8, or its error message: errors travel back as text, not tracebacks."""
     try:
         return ndjson(chunk_note(note, settings, resolver)).encode("utf-8"), None
+    except InputError as exc:  # the caller names the note: its reason alone, or the path comes twice
+        return b"", exc.reason
     except MindnetError as exc:
         return b"", str(exc)
 

@@ -43,7 +43,7 @@ from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, attach_links, chunk_
 from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings, prepare_store_dir, store_dir
 from .embedding import Embedder, LoadAwareThreads, Vectors, load_average
-from .errors import MindnetError, StoreError, VaultNotFoundError
+from .errors import ChunkingError, MindnetError, StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, EdgeDelta, EdgeList, edge_from_payload, incremental_edges, note_neighbors
 from .links import Link, Resolver
 from .note_cache import NoteCache
@@ -61,7 +61,7 @@ from .points import (
 from .quality_tier import E5Mark
 from .store import AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec, bm25_shape, shape_fingerprint
 from .text import content_hash
-from .vault import Note, read_vault
+from .vault import Note, NoteProblem, read_vault
 
 Progress = Callable[[str, int, int], None]
 """`progress(stage, done, total)`; the CLI draws bars from it, the library stays silent."""
@@ -369,6 +369,14 @@ def _run(
     def links_of(note: Note) -> tuple[Link, ...]:
         return parsed_of(note).links
 
+    failures = _chunk_failures([*new, *changed], chunks_of, settings)
+    if failures:
+        new = [n for n in new if n.note_id not in failures]
+        changed = [n for n in changed if n.note_id not in failures]
+        summary.notes_new, summary.notes_changed = len(new), len(changed)
+        summary.notes_failed += len(failures)
+        summary.problems += [NoteProblem(exc.path, exc.line, exc.reason).one_line() for exc in failures.values()]
+
     def edge_delta() -> EdgeDelta:
         return incremental_edges(
             StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings, links_of
@@ -436,6 +444,25 @@ def _batch_limit(sent: int) -> int:
 def _embedder_counts(embedder: Embedder) -> tuple[int, int]:
     """The text-hash cache's hits and misses so far (0, 0 for an embedder without a cache)."""
     return int(getattr(embedder, "hits", 0)), int(getattr(embedder, "misses", 0))
+
+
+def _chunk_failures(notes: Sequence[Note], chunks_of: Callable[[Note], list[Chunk]],
+                    settings: Settings) -> dict[str, ChunkingError]:
+    """The notes whose chunks cannot be made, by note id, found before anything is written.
+
+    Only the recursive strategy can fail on one note (a user's separator pattern that runs away on
+    its text, `ChunkingError`). Such a note is reported and left out of this import: its stored
+    chunks stay as they were, and the next import tries it again, while every other note goes on.
+    The structure strategy is total, so its notes are not chunked ahead of the encoder here.
+    """
+    failures: dict[str, ChunkingError] = {}
+    for note in notes:
+        if settings.strategy_for(note.type) == "recursive":
+            try:
+                chunks_of(note)
+            except ChunkingError as exc:
+                failures[note.note_id] = exc
+    return failures
 
 
 @dataclass(slots=True)

@@ -410,10 +410,10 @@ def _guarded_content_spans(
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not select.select([pipe], [], [], remaining)[0]:
-                    raise ChunkingError(_timeout_message(note_path, patterns, level, time_limit))
+                    raise ChunkingError(note_path, _timeout_message(patterns, level, time_limit))
                 data = pipe.read(65536)
                 if not data:
-                    raise ChunkingError(f"{note_path}: recursive chunking stopped without a result")
+                    raise ChunkingError(note_path, "recursive chunking stopped without a result")
                 buffer += data
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
@@ -423,7 +423,7 @@ def _guarded_content_spans(
                     elif kind == b"R":
                         return [(a, b) for a, b in json.loads(payload)]
                     else:
-                        raise ChunkingError(f"{note_path}: recursive chunking failed: {json.loads(payload)}")
+                        raise ChunkingError(note_path, f"recursive chunking failed: {json.loads(payload)}")
     finally:
         _reap(pid)
 
@@ -435,11 +435,11 @@ def _reap(pid: int) -> None:
     os.waitpid(pid, 0)
 
 
-def _timeout_message(note_path: str, patterns: Sequence[str], level: int | None, time_limit: float) -> str:
+def _timeout_message(patterns: Sequence[str], level: int | None, time_limit: float) -> str:
     if level is None or level < 0:
         where = "the sentence fallback" if level == -1 else "the separators"
-        return f"{note_path}: recursive chunking took longer than {time_limit:g}s in {where}"
+        return f"recursive chunking took longer than {time_limit:g}s in {where}"
     return (
-        f"{note_path}: separator [{patterns[level]}] took longer than {time_limit:g}s; it likely "
+        f"separator [{patterns[level]}] took longer than {time_limit:g}s; it likely "
         "backtracks catastrophically (nested quantifiers such as (a+)+); simplify it or raise the limit"
     )
