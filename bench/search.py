@@ -562,15 +562,21 @@ def joint_tunings() -> list[SearchTuning]:
     return list(dict.fromkeys(out))
 
 
+ENGINE_BM25: dict[str, object] = {"lexical_shape": "engine", "lexical_strict": False}
+"""The BM25 side of the default before issue 15's representation work: the engine's document constants
+and a query encoded under each language's rules alone."""
+
 REPRESENTATIONS: dict[str, dict[str, object]] = {
     "base": {},
     "dnt60": {"dense_note_tokens": 60.0},
-    "strict": {"lexical_strict": True},
-    "bm25m": {"lexical_shape": "measured", "lexical_strict": True},
-    "dnt60+bm25m": {"dense_note_tokens": 60.0, "lexical_shape": "measured", "lexical_strict": True},
+    "engine": ENGINE_BM25,
+    "engine+strict": {**ENGINE_BM25, "lexical_strict": True},
+    "engine+dnt60": {**ENGINE_BM25, "dense_note_tokens": 60.0},
 }
 """`loo --representation`: how chunks are stored and BM25 asked, as Settings overrides; each needs
-its own stores (its own `--work`). `base` is today's default and the yardstick of `loo-table --joint`."""
+its own stores (its own `--work`). `base` is today's default (strict query, measured BM25 shape) and
+the yardstick of `loo-table --joint`; `engine` is the default before it (last session's `base`;
+`engine+strict` was `strict`, `dnt60` was `dnt60+bm25m`, `engine+dnt60` was `dnt60`)."""
 
 
 @dataclasses.dataclass
@@ -872,8 +878,7 @@ def run_loo(args: argparse.Namespace) -> None:
         representation = getattr(args, "representation", None)
         if representation:
             result["representation"] = representation
-        tunings = (floor_tunings() if getattr(args, "floor", False)
-                   else joint_tunings() if representation else loo_tunings())
+        tunings = floor_tunings() if getattr(args, "floor", False) else joint_tunings()
         started = time.perf_counter()
         choices: dict[str, dict[str, dict[str, float]]] = {
             "hybrid": {_tuning_label(t): {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
@@ -926,7 +931,7 @@ REFERENCES = ("best single", "dense")
 def print_tables(results: Sequence[dict]) -> None:  # type: ignore[type-arg]
     """The out-of-sample tables of one or several (merged) `loo` results, under each reference."""
     for reference in REFERENCES:
-        print(f"\n## selection rule: leximin margin over {reference}")
+        print(f"\n## selection rule: leximin margin in whole questions over {reference}")
         _print_tables(merge_results(results), reference)
     merged = merge_results(results)
     if "hybrid + e5" in merged["choices"]:
@@ -941,8 +946,8 @@ def _print_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
     hybrid = r["choices"]["hybrid"]
     labels = list(hybrid)
     scores = {i: hybrid[lab] for i, lab in enumerate(labels)}
-    held = cells.leave_one_out(scores, refs, names)
-    inside = cells.pick(scores, refs, names)
+    held = cells.leave_one_out(scores, refs, names, r["sizes"])
+    inside = cells.pick(scores, refs, names, r["sizes"])
     default = labels.index(r["default"])
     proposed = labels.index(r["proposed"])
     print("\n### nDCG@5 per cell: out of sample (knobs picked on the other cells) beside in sample\n")
@@ -977,7 +982,7 @@ def _print_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
     for choice, settings in r["choices"].items():
         labs = list(settings)
         sc = {i: settings[lab] for i, lab in enumerate(labs)}
-        h = cells.leave_one_out(sc, refs, names)
+        h = cells.leave_one_out(sc, refs, names, r["sizes"])
         print(f"| {choice} | {len(labs)} | " + " | ".join(f"{h[n][1]:.3f}" for n in names)
               + f" | {statistics.mean(h[n][1] for n in names):.3f} | {min(h[n][1] - refs[n] for n in names):+.3f} |")
 
@@ -991,7 +996,7 @@ def print_e5_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
     def held(choice: str) -> tuple[list[str], dict[str, tuple[int, float]]]:
         labels = list(r["choices"][choice])
         scores = {i: r["choices"][choice][lab] for i, lab in enumerate(labels)}
-        return labels, cells.leave_one_out(scores, refs, names)
+        return labels, cells.leave_one_out(scores, refs, names, r["sizes"])
 
     default = r["default"]
     fixed = "dense e5 (fixed)" in singles[names[0]]
@@ -1121,20 +1126,20 @@ def joint_results(results: Sequence[dict]) -> dict:  # type: ignore[type-arg]
             "before": before, "after": union}
 
 
-def held_and_inside(choices: dict[str, dict[str, float]], refs: dict[str, float], names: Sequence[str]
-                    ) -> tuple[dict[str, tuple[str, float]], str]:
+def held_and_inside(choices: dict[str, dict[str, float]], refs: dict[str, float], names: Sequence[str],
+                    sizes: dict[str, int] | None = None) -> tuple[dict[str, tuple[str, float]], str]:
     """Per held-out cell (label picked on the others, its figure there), and the in-sample pick."""
     labels = list(choices)
     scores = {i: choices[lab] for i, lab in enumerate(labels)}
-    held = cells.leave_one_out(scores, refs, names)
-    return {n: (labels[i], v) for n, (i, v) in held.items()}, labels[cells.pick(scores, refs, names)]
+    held = cells.leave_one_out(scores, refs, names, sizes)
+    return {n: (labels[i], v) for n, (i, v) in held.items()}, labels[cells.pick(scores, refs, names, sizes)]
 
 
 def print_joint_tables(j: dict) -> None:  # type: ignore[type-arg]
     """Before (base, today's grid) and after (the joint choice), OOS beside in sample, and the singles."""
     names, refs = j["cells"], j["refs"]
-    before, before_in = held_and_inside(j["before"], refs, names)
-    after, after_in = held_and_inside(j["after"], refs, names)
+    before, before_in = held_and_inside(j["before"], refs, names, j["sizes"])
+    after, after_in = held_and_inside(j["after"], refs, names, j["sizes"])
     base = j["singles"][JOINT_BASE]
     print(f"\n## joint choice: {len(j['after'])} (representation, setting) pairs; before: base with today's "
           f"{len(j['before'])} settings; margins over base's best single list\n")
@@ -1169,7 +1174,7 @@ def print_joint_tables(j: dict) -> None:  # type: ignore[type-arg]
     print("| representation | " + " | ".join(names) + " | mean | default's mean |")
     print("|" + "---|" * (3 + len(names)))
     for rep, own in j["own"].items():
-        h, _ = held_and_inside(own, refs, names)
+        h, _ = held_and_inside(own, refs, names, j["sizes"])
         print(f"| {rep} | " + " | ".join(f"{h[n][1]:.3f}" for n in names) + f" | {mean(h[n][1] for n in names):.3f}"
               + f" | {mean(own[j['default']][n] for n in names):.3f} |")
 

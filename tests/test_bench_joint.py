@@ -80,4 +80,21 @@ def test_the_joint_grid_holds_todays_grid_and_stays_small() -> None:
     today, joint = bench.loo_tunings(), bench.joint_tunings()
     assert joint[:len(today)] == today and len(joint) <= 300
     assert any(t.note_sum_weight == 0.0 and t.language_slots and t.title_weight > 0 for t in joint)
-    assert set(bench.REPRESENTATIONS) == {"base", "dnt60", "strict", "bm25m", "dnt60+bm25m"}
+    assert set(bench.REPRESENTATIONS) == {"base", "dnt60", "engine", "engine+strict", "engine+dnt60"}
+    assert bench.REPRESENTATIONS["base"] == {}  # today's default, whatever it is, is the yardstick
+
+
+def test_margins_below_one_question_do_not_decide_the_pick() -> None:
+    """The rule counts margins in whole questions: on a 100-question cell +0.001 and +0.004 are
+    both less than one question, so the 10-question cell, where one setting is a question ahead,
+    decides; compared raw, the noise on the big cell would."""
+    import cells
+
+    scores = {0: {"big": 0.901, "small": 0.9}, 1: {"big": 0.904, "small": 0.8}}
+    refs = {"big": 0.9, "small": 0.7}
+    sizes = {"big": 100, "small": 10}
+    assert cells.pick(scores, refs, ["big", "small"]) == 1
+    assert cells.pick(scores, refs, ["big", "small"], sizes) == 0
+    assert cells.question_margin(0.904, 0.9, 100) == 0.0 and cells.question_margin(0.9, 0.7, 10) == 2.0
+    held = cells.leave_one_out(scores, refs, ["big", "small"], sizes)
+    assert held["small"] == (1, 0.8)  # on "big" alone the two tie in questions; the mean decides

@@ -77,11 +77,12 @@ def test_env_lists_and_numbers() -> None:
 
 
 def test_the_retrieval_representation_keys(tmp_path: Path) -> None:
-    """The opt-in representation of issue 15 is settable like any key: file, environment, flags.
-    `dense_note_tokens` is a count of tokens (60 measured), not a 0-10 weight."""
-    assert (Settings().lexical_shape, Settings().lexical_strict, Settings().dense_note_tokens) == ("engine", False, 0.0)
-    (tmp_path / "mindnet.toml").write_text('lexical_shape = "measured"\ndense_note_tokens = 60\n', encoding="utf-8")
-    settings = load_settings(tmp_path, env={"MINDNET_LEXICAL_STRICT": "yes"})
-    assert (settings.lexical_shape, settings.lexical_strict, settings.dense_note_tokens) == ("measured", True, 60.0)
-    flags = load_settings(tmp_path, env={}, overrides={"lexical_shape": "engine", "lexical_strict": False})
-    assert (flags.lexical_shape, flags.lexical_strict) == ("engine", False)
+    """Issue 15's representation is settable like any key: file, environment, flags, each away from the
+    default. `dense_note_tokens` is a count of tokens (60 measured), not a 0-10 weight."""
+    default = Settings()
+    assert (default.lexical_shape, default.lexical_strict, default.dense_note_tokens) == ("measured", True, 0.0)
+    (tmp_path / "mindnet.toml").write_text('lexical_shape = "engine"\ndense_note_tokens = 60\n', encoding="utf-8")
+    settings = load_settings(tmp_path, env={"MINDNET_LEXICAL_STRICT": "no"})
+    assert (settings.lexical_shape, settings.lexical_strict, settings.dense_note_tokens) == ("engine", False, 60.0)
+    flags = load_settings(tmp_path, env={}, overrides={"lexical_shape": "measured", "lexical_strict": True})
+    assert (flags.lexical_shape, flags.lexical_strict) == ("measured", True)

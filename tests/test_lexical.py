@@ -101,10 +101,10 @@ def test_measured_shape_lets_a_repeated_term_count() -> None:
 def test_the_chunk_shape_is_in_the_chunking_hash(monkeypatch: pytest.MonkeyPatch) -> None:
     """`lexical_shape` rebuilds a store (its hash moves); the query-side `lexical_strict` does not;
     the engine's shape leaves the hash as it was before the setting existed."""
-    base = load_settings(overrides={"quality_tier": False})
+    base = load_settings(overrides={"quality_tier": False, "lexical_shape": "engine"})
     before = sync.chunking_hash(base)
     measured = sync.chunking_hash(dataclasses.replace(base, lexical_shape="measured"))
-    assert sync.chunking_hash(dataclasses.replace(base, lexical_strict=True)) == before
+    assert sync.chunking_hash(dataclasses.replace(base, lexical_strict=not base.lexical_strict)) == before
     monkeypatch.setitem(BM25_SHAPES, "measured", dataclasses.replace(MEASURED_BM25, b=0.9))
     other = sync.chunking_hash(dataclasses.replace(base, lexical_shape="measured"))
     assert len({before, measured, other}) == 3

@@ -447,11 +447,12 @@ def test_lexical_strict_is_the_query_every_bm25_search_sends(tmp_path: Path) -> 
     """`Settings.lexical_strict` reaches the BM25 list of every mode: the German stopword "als" is
     a rare English word (stemmed "al", as in "et al.") in the plain union and no term when strict."""
     vault = write_vault(tmp_path / "vault", {"paper.md": "# Paper\n\nSmith et al. wrote about compost heaps.\n"})
-    plain = _settings(tmp_path / "store")
+    strict = _settings(tmp_path / "store")
+    assert strict.lexical_strict  # the default
     embedder = FakeEmbedder()
-    store = _open(vault, plain, embedder)
+    store = _open(vault, strict, embedder)
     try:
-        strict = dataclasses.replace(plain, lexical_strict=True)
+        plain = dataclasses.replace(strict, lexical_strict=False)
         assert [h.note_id for h in Searcher(store, embedder, plain).search("als", mode="lexical")] == ["paper"]
         assert Searcher(store, embedder, strict).search("als", mode="lexical") == []
         assert Searcher(store, embedder, plain).candidate_lists("als", 10).lexical
