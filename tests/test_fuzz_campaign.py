@@ -145,6 +145,9 @@ def test_a_file_name_that_is_not_utf8_is_reported_and_the_rest_imports(tmp_path:
     store = ["--store", str(tmp_path / "store")]
     _, err = _output("mindnet", "import", str(vault), *store)
     assert sorted(line for line in err if ": error: " in line) == sorted(p.one_line() for p in result.problems)
+    out, _ = _output("mindnet", "lint", str(vault))  # exit 1 like the import: the note file is skipped there
+    codes = {line.split(" ")[0].rsplit("/", 1)[-1]: line.split(" ")[1] for line in out if "not valid UTF-8" in line}
+    assert codes == {"\\xff\\xfe.md:1:1:": "MN003", "sub\\xff:1:1:": "MN005"}  # a folder is a walk warning
     query = os.fsdecode(b"rivers \xff")  # the tokenizer's TypeError on it was an internal error
     done = subprocess.run([str(BIN / "mindnet"), "search", query, "--vault", str(vault), *store],
                           capture_output=True, text=True, timeout=300)

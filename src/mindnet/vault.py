@@ -106,6 +106,8 @@ class VaultResult:
 REQUIRED_FIELDS = ("title", "id", "type", "status", "created", "tags")
 EXCLUDED_DIRS = frozenset({".obsidian", ".trash", ".git", ".mindnet"})
 IGNORE_FILE = ".mindnetignore"
+NAME_NOT_UTF8 = "file name is not valid UTF-8; rename it to read it"
+"""The walk's reason for a name it cannot hash, store or print (lint tells a note file from a folder by it)."""
 _H1 = re.compile(r"^ {0,3}#[ \t]([^\n]+)$", re.M)
 """An ATX H1 line; its closing hashes are removed in code. The one-regex form `[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$`
 backtracked quadratically on a heading holding a long run of spaces (20k spaces: 10 s)."""
@@ -309,7 +311,7 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
                 continue
             if not_utf8_at(entry.name) is not None:  # such a path cannot be hashed, stored or printed
                 if is_dir or entry.name.lower().endswith(".md"):
-                    problems.append(NoteProblem(rel, None, "file name is not valid UTF-8; rename it to read it"))
+                    problems.append(NoteProblem(rel, None, NAME_NOT_UTF8))
                 continue
             if entry.is_symlink():
                 target = _symlink_target(Path(entry.path), real_root)

@@ -20,7 +20,7 @@ from ..config import Settings
 from ..errors import ConfigError
 from ..links import Link, Resolution, Resolver, extract_links, fold, frontmatter_links
 from ..text import line_of, line_starts, slugify
-from ..vault import REQUIRED_FIELDS, Note, NoteProblem
+from ..vault import NAME_NOT_UTF8, REQUIRED_FIELDS, Note, NoteProblem
 
 Severity: TypeAlias = Literal["error", "warning"]
 
@@ -118,8 +118,10 @@ def problem_finding(problem: NoteProblem) -> Finding:
 
 
 def walk_finding(problem: NoteProblem) -> Finding:
-    """MN005: a folder or symlink the vault walk did not follow."""
-    return new_finding(problem.path, problem.line or 1, 1, "MN005", problem.reason)
+    """MN005: a folder or symlink the vault walk did not follow; MN003 (an error) for a note file it
+    could not read at all, a name that is not UTF-8: the import skips that note, so lint must fail too."""
+    unreadable = problem.reason.startswith(NAME_NOT_UTF8) and problem.path.lower().endswith(".md")
+    return new_finding(problem.path, problem.line or 1, 1, "MN003" if unreadable else "MN005", problem.reason)
 
 
 def duplicate_findings(

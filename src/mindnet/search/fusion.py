@@ -54,7 +54,7 @@ from ..titles import NamedNote
 class SearchTuning:
     """Knobs of fusion and expansion; the defaults are what `bench/search.py loo` picks.
 
-    `loo --representation base` replays 269 settings over 12 (question set, direction) cells
+    `loo --representation base` replays 270 settings over 12 (question set, direction) cells
     (foam-docs, the Rust book in German, English and a mixed vault, XQuAD-R, all four language
     directions) with the default representation (strict BM25 query, measured BM25 shape) and picks
     by the leximin of the margins over each cell's best single list, counted in whole questions
