@@ -48,6 +48,17 @@ def test_printable_text_is_one_line_and_keeps_printable_characters(text: str) ->
     assert len(str(NoteError(text, text, 1)).splitlines()) <= 1
 
 
+@given(st.text(alphabet=st.sampled_from("ab.\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u200d"),
+               max_size=20))
+def test_no_bidi_control_reaches_a_report_line(text: str) -> None:
+    """A right-to-left override in a file name made the report show another name (`evil\u202edm.md`);
+    the zero-width joiner of emoji and Indic names is no control and stays."""
+    shown = printable(text)
+    assert not any(unicodedata.bidirectional(c) in ("LRE", "RLE", "LRO", "RLO", "PDF", "LRI", "RLI", "FSI", "PDI")
+                   or c in "\u200e\u200f" for c in shown)
+    assert shown.count("\u200d") == text.count("\u200d")
+
+
 def _output(*command: str) -> tuple[list[str], list[str]]:
     """stdout and stderr lines of a command that must report a bad file (exit 1) without a traceback."""
     done = subprocess.run([str(BIN / command[0]), *command[1:]], capture_output=True, text=True, timeout=300)

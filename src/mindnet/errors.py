@@ -9,13 +9,19 @@ from __future__ import annotations
 import unicodedata
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_BIDI = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+"""Bidirectional controls: printed raw, one in a file name reorders the rest of the report line on screen
+("Trojan Source"), so `evil\u202edm.md` reads as another file. Other format characters (ZWJ in emoji)
+stay as they are."""
 
 
 def printable(text: str) -> str:
-    """`text` with control characters, line/paragraph separators and lone surrogates escaped (`\\n`, `\\x1b`).
+    """`text` with control characters, line/paragraph separators, bidirectional controls and lone
+    surrogates escaped (`\\n`, `\\x1b`, `\\u202e`).
 
-    Why: a file name may hold a newline or a terminal escape; printed raw it splits the one-line
-    report that editors and CI read line by line, or recolours the user's terminal.
+    Why: a file name may hold a newline, a terminal escape or a bidi override; printed raw it splits
+    the one-line report that editors and CI read line by line, recolours the user's terminal, or
+    makes the line show another name than the file's.
     """
     if text.isprintable():
         return text
@@ -25,7 +31,7 @@ def printable(text: str) -> str:
 def _escaped(char: str) -> str:
     if "\udc80" <= char <= "\udcff":  # a byte that was not UTF-8 (surrogateescape): shown as that byte
         return f"\\x{ord(char) - 0xDC00:02x}"
-    if unicodedata.category(char) not in ("Cc", "Zl", "Zp", "Cs"):
+    if unicodedata.category(char) not in ("Cc", "Zl", "Zp", "Cs") and char not in _BIDI:
         return char
     if char in _NAMED:
         return _NAMED[char]

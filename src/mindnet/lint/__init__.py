@@ -12,7 +12,7 @@ Rule codes are stable: a code is never reused for another meaning, new rules get
 | ----- | -------- | --- | ---- |
 | MN001 | warning² | yes¹ | missing required field(s) `title, id, type, status, created, tags` (R2) |
 | MN002 | error    |     | malformed YAML frontmatter, or not a mapping; the file is skipped (R3) |
-| MN003 | error    |     | unreadable: invalid UTF-8 (content or file name), NUL byte, size limit, I/O error, outside the vault (R3) |
+| MN003 | error    |     | unreadable: bad UTF-8 (text or file name), NUL byte, size limit, I/O error, outside vault |
 | MN004 | error    |     | empty file; skipped (R3) |
 | MN005 | warning  |     | not followed: symlink leaving the vault, broken symlink or loop, unreadable folder (R1) |
 | MN006 | warning  |     | YAML value repaired on reading (`key: #x`, `key: a: b`); quote the value |
