@@ -17,7 +17,7 @@ $(BIN)/python:
 run: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".$(EXTRAS_RUN)"
 	$(BIN)/mindnet import examples/vault
-	$(BIN)/mindnet search "$(QUERY)" --vault examples/vault --k 3
+	$(BIN)/mindnet search "$(QUERY)" --vault examples/vault --by-note --k 3
 	@echo "Next: $(BIN)/mindnet serve examples/vault keeps the index open and current; open http://127.0.0.1:7341/"
 
 test: $(BIN)/python
