@@ -329,11 +329,34 @@ def search(
         sys.stdout.write("no results\n")
         return
     for h in hits:
-        where = f"{h['path']}:{h['line_start']}-{h['line_end']}"
-        head = f"[bold]{h['rank']}. {h['title']}[/bold]"
-        out.print(f"{head}  [dim]{h['section_path']}  {where}  {h['score']:.3f}[/dim]")
-        snippet = " ".join(h["text"].split())
-        out.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", markup=False)
+        _print_hit(h)
+
+
+SNIPPET_CHARS = 300
+"""How much of a hit's text `mindnet search` shows; `--json` has all of it."""
+
+
+def _print_hit(hit: dict[str, Any]) -> None:
+    """A hit as a head line and an indented snippet.
+
+    Only a terminal gets wrapping (with the snippet's indent kept) and bold: in a pipe or a file
+    each part stays one line, so `grep` finds a path whole and no line ends in padding. Titles
+    and text are never read as rich markup: a note called "Plan [/b]" is a title, not a style.
+    """
+    where = f"{hit['path']}:{hit['line_start']}-{hit['line_end']}"
+    meta = f"{hit['section_path']}  {where}  {hit['score']:.3f}"
+    flat_text = " ".join(str(hit["text"]).split())
+    snippet = flat_text[:SNIPPET_CHARS] + ("…" if len(flat_text) > SNIPPET_CHARS else "")
+    if not out.is_terminal:
+        sys.stdout.write(f"{hit['rank']}. {hit['title']}  {meta}\n   {snippet}\n")
+        return
+    from rich.padding import Padding
+    from rich.text import Text
+
+    head = Text(f"{hit['rank']}. {hit['title']}", style="bold")
+    head.append(f"  {meta}", style="dim")
+    out.print(head)
+    out.print(Padding(Text(snippet), (0, 0, 0, 3)))
 
 
 @app.command()

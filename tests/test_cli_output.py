@@ -1,0 +1,98 @@
+"""What a new user reads: the CLI's text output in a pipe and on a terminal, and its one-line errors.
+
+Found by walking through the README as a new user: hits wrapped at 80 columns in a pipe (a path
+broken at its space), a note title with brackets crashing `mindnet search` as rich markup, graph
+paths cut to `sources/cormack-2009-r…`, `--from yesterday` as an internal error, a missed note
+without the closest names the server gives. The library calls are replaced by recorders where the
+test is about rendering (as in test_cli_options.py); the store's date parsing is checked for real.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+
+from mindnet import Hit, MindnetError, NotFoundError, VaultNotFoundError, cli
+from mindnet.api import Index
+from mindnet.cli_core import error_line
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as done:
+        cli.main(list(args))
+    captured = capsys.readouterr()
+    return int(done.value.code or 0), captured.out, captured.err
+
+
+@pytest.fixture
+def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("MINDNET_STRICT", "MINDNET_STORE", "MINDNET_QDRANT_URL", "MINDNET_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
+    return root
+
+
+def returning(monkeypatch: pytest.MonkeyPatch, target: Any, name: str, result: Callable[[], Any]) -> list[Any]:
+    """Replace `target.name` by a function that returns `result()` and remembers its arguments."""
+    calls: list[Any] = []
+
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        calls.append((args[1:], kwargs))
+        return result()
+
+    monkeypatch.setattr(target, name, fake)
+    return calls
+
+
+def hit(rank: int, title: str, path: str, text: str) -> Hit:
+    return Hit(rank=rank, score=0.5, note_id=f"n{rank}", path=path, title=title, chunk_id=f"n{rank}#c01",
+               section_path="/Überblick", section_title="Überblick", text=text, char_start=0, char_end=len(text),
+               line_start=3, line_end=9, lang="de", via="dense")
+
+
+LONG = "Rückverweise verbinden Notizen in beide Richtungen. " * 12
+HITS = [hit(1, "Plan [/b] [draft]", "gedanken/Über Rückverweise.md", LONG), hit(2, "Kurz", "b.md", "Ein Satz.")]
+
+
+def test_search_in_a_pipe_is_two_unwrapped_lines_a_hit(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    returning(monkeypatch, Index, "search", lambda: HITS)
+    code, out, err = run(capsys, "search", "q", "--vault", str(vault))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert len(lines) == 4  # head + snippet per hit, however long: a pipe never wraps
+    assert lines[0] == "1. Plan [/b] [draft]  /Überblick  gedanken/Über Rückverweise.md:3-9  0.500"
+    assert lines[1].startswith("   Rückverweise verbinden") and lines[1].endswith("…")
+    assert len(lines[1]) == 3 + cli.SNIPPET_CHARS + 1
+    assert lines[3] == "   Ein Satz."
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_search_on_a_terminal_wraps_with_the_snippet_indent_and_takes_titles_literally(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    screen = io.StringIO()
+    monkeypatch.setattr(cli, "out", Console(file=screen, force_terminal=True, width=60, color_system=None))
+    returning(monkeypatch, Index, "search", lambda: HITS[:1])
+    code, _, err = run(capsys, "search", "q", "--vault", str(vault))
+    assert (code, err) == (0, "")
+    lines = screen.getvalue().splitlines()
+    assert lines[0].startswith("1. Plan [/b] [draft]")  # was: MarkupError, an internal error
+    snippet = [line for line in lines if "Rückverweise verbinden" in line or line.startswith("   ")]
+    assert len(snippet) > 3 and all(line.startswith("   ") and len(line) <= 60 for line in snippet)
+
+
