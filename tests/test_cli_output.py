@@ -96,3 +96,35 @@ def test_search_on_a_terminal_wraps_with_the_snippet_indent_and_takes_titles_lit
     assert len(snippet) > 3 and all(line.startswith("   ") and len(line) <= 60 for line in snippet)
 
 
+def graph_row(path: str | None, title: str, depth: int = 1, via: str = "a") -> dict[str, Any]:
+    row = {"note_id": title.lower(), "path": path, "title": title, "kind": "backlink" if path else "references",
+           "status": "resolved" if path else "unresolved", "direction": "in" if path else "out"}
+    return row | ({"depth": depth, "via": via} if depth > 1 else {})
+
+
+def test_graph_lines_keep_long_paths_whole_and_say_where_a_deeper_hop_came_from(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    deep = "sources/" + "a-very-long-folder-name/" * 4 + "cormack-2009-rrf.md"
+    rows = [graph_row("b.md", "Beta [x]"), graph_row(deep, "Cormack", depth=2, via="beta"),
+            graph_row(None, "Missing Note")]
+    returning(monkeypatch, Index, "graph", lambda: rows)
+    code, out, err = run(capsys, "graph", "a", "--vault", str(vault), "--depth", "2")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == [
+        "← backlink   b.md  Beta [x]",
+        f"← backlink   {deep}  Cormack  (hop 2 via beta)",
+        "→ references (unresolved)  Missing Note",
+    ]
+
+
+@pytest.mark.parametrize(("flags", "said"), [([], "no links or backlinks for a"),
+                                             (["--backlinks"], "no backlinks for a"),
+                                             (["--unresolved"], "no unresolved links for a")])
+def test_graph_without_rows_says_so(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path, flags: list[str], said: str
+) -> None:
+    returning(monkeypatch, Index, "graph", list)
+    assert run(capsys, "graph", "a", "--vault", str(vault), *flags) == (0, said + "\n", "")
+
+

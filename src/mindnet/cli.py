@@ -262,10 +262,29 @@ def graph(
     if as_json:
         _print_json(rows)
         return
-    table = Table("dir", "kind", "title", "path", "status", title=f"graph of {note}")
-    for r in rows:
-        table.add_row("→" if r["direction"] == "out" else "←", r["kind"], r["title"], r["path"] or "", r["status"])
-    out.print(table)
+    if not rows:
+        sys.stdout.write(f"no {_GRAPH_EMPTY[view]} for {note}\n")
+        return
+    for row in rows:
+        sys.stdout.write(_graph_line(row) + "\n")
+
+
+_GRAPH_EMPTY = {"neighbors": "links or backlinks", "backlinks": "backlinks", "references": "links",
+                "unresolved": "unresolved links"}
+"""What an empty answer of each view lacks: an empty table looked like an error."""
+
+
+def _graph_line(row: dict[str, Any]) -> str:
+    """One linked note a line: direction, kind, path (what an editor opens), title, and for a deeper
+    hop where it was reached from.
+
+    A table cut paths to `sources/cormack-2009-r…` at 80 columns and wrapped titles over several
+    lines; a line keeps the path whole and `grep` finds it.
+    """
+    arrow = "→" if row["direction"] == "out" else "←"
+    where = row["path"] or "(unresolved)"
+    hop = f"  (hop {row['depth']} via {row['via']})" if int(row.get("depth", 1)) > 1 else ""
+    return f"{arrow} {row['kind']:<10} {where}  {row['title']}{hop}"
 
 
 ModeOpt = Annotated[str, typer.Option("--mode", help="hybrid (default), dense or lexical.")]
