@@ -128,3 +128,27 @@ def test_graph_without_rows_says_so(
     assert run(capsys, "graph", "a", "--vault", str(vault), *flags) == (0, said + "\n", "")
 
 
+def test_status_of_a_vault_not_imported_says_so_and_creates_nothing(
+    capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    code, out, err = run(capsys, "status", "--vault", str(vault))
+    assert code == 0
+    assert err == f"{vault} is not imported yet: run `mindnet import {vault}`\n"
+    model = next(line for line in out.splitlines() if " model " in line)
+    assert "None" not in out and re.search(r"model\s+│\s+-\s", model)
+    assert not (vault / ".mindnet").exists()
+    code, out, err = run(capsys, "status", "--vault", str(vault), "--json")
+    assert (code, err, json.loads(out)["model"]) == (0, "", None)
+
+
+def test_summary_lines_are_never_wrapped(capsys: pytest.CaptureFixture[str], vault: Path) -> None:
+    for i in range(12):
+        (vault / f"n{i}.md").write_text(f"---\ntype: kind-number-{i}\n---\n# N\n\ntext\n", encoding="utf-8")
+    code, out, _ = run(capsys, "summary", str(vault))
+    assert code == 0
+    types = next(line for line in out.splitlines() if line.startswith("types"))
+    assert len(types) > 80 and all(f"kind-number-{i} 1" in types for i in range(12))
+    assert [line.split()[0] for line in out.splitlines()] == ["vault", "notes", "failed", "types", "languages",
+                                                                "warnings", "attachments"]
+
+

@@ -216,19 +216,30 @@ def status(
     if info.get("written_elsewhere"):
         _say(f"warning: this store was last written on {info['written_by']}, not on this machine; a store synced "
              "between machines can be corrupted by two writers (keep it outside the synced folder: --store)")
-    if as_json:
+    if as_json:  # a program reads `"model": null`; the hint below is for a person
         _print_json(info)
         return
-    table = Table(show_header=False, title="mindnet status")
-    for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store", "written_by"):
-        table.add_row(key, str(info.get(key)))
+    if info.get("model") is None:
+        _say(f"{vault} is not imported yet: run `mindnet import {vault}`")
+    out.print(_status_table(info))
+
+
+def _status_table(info: dict[str, Any]) -> Table:
+    """The status as a two-column table of plain text; a value the store does not have yet is "-"."""
+    from rich.text import Text
+
+    rows = [(key, info.get(key)) for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store",
+                                             "written_by")]
     if info.get("quality_gain"):
-        table.add_row("quality_gain", str(info["quality_gain"]))
+        rows.append(("quality_gain", info["quality_gain"]))
     if "server" in info:
         resident = info["resident"]
-        table.add_row("server", f"{info['server']['url']} (pid {info['server']['pid']})")
-        table.add_row("watching", f"{resident['watching']}; last change: {resident['last_event'] or '-'}")
-    out.print(table)
+        rows.append(("server", f"{info['server']['url']} (pid {info['server']['pid']})"))
+        rows.append(("watching", f"{resident['watching']}; last change: {resident['last_event'] or '-'}"))
+    table = Table(show_header=False, title="mindnet status")
+    for key, value in rows:
+        table.add_row(key, Text("-" if value is None else str(value)))
+    return table
 
 
 @app.command()
@@ -561,9 +572,9 @@ def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False)
     if as_json:
         _print_json(info)
     else:
-        for key, value in info.items():
+        for key, value in info.items():  # one line each, never wrapped: `grep languages` finds them all
             shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else value
-            out.print(f"{key:<12} {shown}", markup=False)
+            sys.stdout.write(f"{key:<12} {shown}\n")
     if reader.result.failed:
         raise typer.Exit(1)
 
