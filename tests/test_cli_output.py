@@ -152,3 +152,48 @@ def test_summary_lines_are_never_wrapped(capsys: pytest.CaptureFixture[str], vau
                                                                 "warnings", "attachments"]
 
 
+@pytest.mark.parametrize("value", ["yesterday", "2025-9-3", "2025-13-01", "2025-09-03T10", "2025-09-03T10:00Z",
+                                   "2025-09-03T25:00", "03.09.2025", ""])
+def test_a_date_the_store_cannot_read_is_one_line_before_anything_opens(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path, value: str
+) -> None:
+    calls = returning(monkeypatch, Index, "search", list)
+    code, out, err = run(capsys, "search", "q", "--vault", str(vault), "--to", value)
+    assert (code, out, calls) == (2, "", [])
+    assert err == f"error: --to needs an ISO date such as 2025-09-03 or 2025-09-03T10:00, not {value!r}\n"
+
+
+def date_shapes(moment: datetime.datetime) -> list[str]:
+    """The ways of writing `moment` that the store reads (see `cli._ISO_DATE`)."""
+    day = moment.date().isoformat()
+    return [day, f"{day}T{moment:%H:%M}", f"{day} {moment:%H:%M:%S}", f"{day}T{moment:%H:%M:%S}.{moment:%f}Z",
+            f"{day}T{moment:%H:%M:%S}+02:00", f"{day}T{moment:%H:%M:%S} -0130"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.datetimes(min_value=datetime.datetime(1000, 1, 1)))
+def test_every_iso_shape_of_any_moment_is_accepted(moment: datetime.datetime) -> None:
+    for value in date_shapes(moment):
+        cli._check_date("--from", value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=40))
+def test_any_text_is_accepted_or_refused_with_the_flag_named(value: str) -> None:
+    try:
+        cli._check_date("--from", value)
+    except MindnetError as exc:
+        assert str(exc).startswith("--from needs an ISO date")
+    else:
+        assert cli._ISO_DATE.fullmatch(value)
+
+
+def test_the_store_reads_every_accepted_shape(capsys: pytest.CaptureFixture[str], vault: Path) -> None:
+    """The real store and model: what `_check_date` lets through must not fail inside Qdrant."""
+    assert run(capsys, "import", str(vault))[0] == 0
+    for value in date_shapes(datetime.datetime(2025, 9, 3, 10, 5, 7, 250000)):
+        code, out, err = run(capsys, "search", "text", "--vault", str(vault), "--from", value, "--to", value, "--json")
+        assert (code, err) == (0, ""), value
+        assert json.loads(out) == []  # a.md was created now, not in 2025
+
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -313,6 +314,28 @@ def _filters(
     )
 
 
+_ISO_DATE = re.compile(r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})(?:[T ](?P<hm>[0-9]{2}:[0-9]{2})"
+                       r"(?::(?P<s>[0-9]{2})(?:\.[0-9]+)?(?: ?(?:Z|[+-][0-9]{2}:?[0-9]{2}))?)?)?")
+"""The dates the store reads: `2025-09-03`, `2025-09-03T10:00`, `2025-09-03T10:00:00[.f][Z|+02:00]`."""
+
+
+def _check_date(flag: str, value: str | None) -> None:
+    """Refuse a date the store cannot read: it was an internal error from deep inside Qdrant."""
+    import datetime
+
+    if value is None:
+        return
+    shape = _ISO_DATE.fullmatch(value)
+    try:
+        if shape is None:
+            raise ValueError(value)
+        datetime.date.fromisoformat(shape["date"])
+        if shape["hm"]:
+            datetime.time.fromisoformat(shape["hm"] + (f":{shape['s']}" if shape["s"] else ""))
+    except ValueError:
+        raise MindnetError(f"{flag} needs an ISO date such as 2025-09-03 or 2025-09-03T10:00, not {value!r}") from None
+
+
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Only notes of this type (repeatable).")]
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Only notes with this tag (repeatable: all).")]
 AreaOpt = Annotated[str | None, typer.Option("--area", help="Only notes of this area.")]
@@ -320,8 +343,8 @@ ProjectOpt = Annotated[str | None, typer.Option("--project", help="Only notes of
 LangOpt = Annotated[str | None, typer.Option("--lang", help="Only chunks in this language (de, en).")]
 PathOpt = Annotated[str | None, typer.Option("--path", help="Only notes under this path prefix.")]
 NoteOpt = Annotated[list[str] | None, typer.Option("--note", help="Only this note id (repeatable).")]
-FromOpt = Annotated[str | None, typer.Option("--from", help="Created on or after (ISO date).")]
-ToOpt = Annotated[str | None, typer.Option("--to", help="Created on or before (ISO date).")]
+FromOpt = Annotated[str | None, typer.Option("--from", help="Created on or after (2025-09-03, 2025-09-03T10:00).")]
+ToOpt = Annotated[str | None, typer.Option("--to", help="Created on or before (a date: that whole day).")]
 
 
 @app.command()
@@ -339,7 +362,9 @@ def search(
     date_to: ToOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion (R22)."""
+    """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion."""
+    for flag, value in (("--from", date_from), ("--to", date_to)):
+        _check_date(flag, value)
     settings = settings_for(vault, config, store=store)
     remote = _remote(vault, settings)
     if remote is not None:
