@@ -152,6 +152,19 @@ def test_summary_lines_are_never_wrapped(capsys: pytest.CaptureFixture[str], vau
                                                                 "warnings", "attachments"]
 
 
+def test_lint_json_is_format_json_and_the_counts_read_as_english(
+    capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    code, as_format, err = run(capsys, "lint", str(vault), "--format", "json", "--no-cache")
+    assert code == 0 and err == ""
+    assert run(capsys, "lint", str(vault), "--json", "--no-cache") == (0, as_format, "")
+    assert json.loads(as_format)[0]["code"] == "MN001"
+    code, _, err = run(capsys, "lint", str(vault), "--no-cache")
+    assert err == "1 finding (0 errors, 1 warning) in 1 file; 1 fixable with --fix\n"
+    code, out, err = run(capsys, "lint", str(vault), "--json", "--format", "github")
+    assert (code, out) == (2, "") and err == "error: --json and --format github contradict each other: give one\n"
+
+
 @pytest.mark.parametrize("value", ["yesterday", "2025-9-3", "2025-13-01", "2025-09-03T10", "2025-09-03T10:00Z",
                                    "2025-09-03T25:00", "03.09.2025", ""])
 def test_a_date_the_store_cannot_read_is_one_line_before_anything_opens(

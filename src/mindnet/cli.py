@@ -619,10 +619,15 @@ def lint(
     ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes/prefixes.")] = None,
     fix: Annotated[bool, typer.Option("--fix", help="Fill id/title/created, normalise tags.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="No VAULT/.mindnet/lint-index.json.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for programs (--format json).")] = False,
 ) -> None:
-    """Check vault hygiene (R27): required fields, YAML, links, duplicate ids, id and tag schemes."""
+    """Check vault hygiene: required fields, YAML, links, duplicate ids, id and tag schemes."""
     from . import LINT_FORMATS, format_findings, lint_summary_line, parse_codes, run_lint
 
+    if as_json:  # every other command that a program reads takes --json
+        if output_format not in ("text", "json"):
+            raise MindnetError(f"--json and --format {output_format} contradict each other: give one")
+        output_format = "json"
     if output_format not in LINT_FORMATS:
         raise MindnetError(f"--format must be one of {', '.join(LINT_FORMATS)}, not {output_format!r}")
     run = run_lint(
@@ -630,13 +635,13 @@ def lint(
         parse_codes(select), parse_codes(ignore), fix=fix, use_cache=not no_cache,
     )
     for summary in run.fixes:
-        err.print(summary.one_line(), markup=False)
+        _say(summary.one_line())
         for line in summary.skipped:
-            err.print(f"  not fixed: {line}", markup=False)
+            _say(f"  not fixed: {line}")
     findings = run.findings
     sys.stdout.write(format_findings(findings, output_format))
     if output_format == "text":
-        err.print(lint_summary_line(findings, run.files), markup=False)
+        _say(lint_summary_line(findings, run.files))
     raise typer.Exit(run.exit_code)
 
 
