@@ -210,3 +210,12 @@ def test_the_store_reads_every_accepted_shape(capsys: pytest.CaptureFixture[str]
         assert json.loads(out) == []  # a.md was created now, not in 2025
 
 
+def test_context_budget_below_one_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    calls = returning(monkeypatch, Index, "context", list)
+    code, out, err = run(capsys, "context", "q", "--vault", str(vault), "--budget", "0")
+    assert (code, out, calls) == (2, "", [])
+    assert err.startswith("error: Invalid value for '--budget'") and len(err.splitlines()) == 1
+
+

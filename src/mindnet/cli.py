@@ -420,7 +420,7 @@ def context(
     vault: VaultOpt = Path("."),
     store: StoreOpt = None,
     config: ConfigOpt = None,
-    budget: Annotated[int, typer.Option("--budget", help="Token budget of the context.")] = 2000,
+    budget: Annotated[int, typer.Option("--budget", min=1, help="Token budget of the context.")] = 2000,
     k: Annotated[int, typer.Option("--k", help="Hits to draw from.")] = 12,
     mode: ModeOpt = "hybrid",
     expand: Annotated[
