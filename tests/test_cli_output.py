@@ -219,3 +219,9 @@ def test_context_budget_below_one_is_a_usage_error(
     assert err.startswith("error: Invalid value for '--budget'") and len(err.splitlines()) == 1
 
 
+def test_help_speaks_to_users_not_to_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    """The command list showed "(R16)", "(R22)"…: requirement numbers of a spec the user never sees."""
+    texts = [run(capsys, "--help")[1]]
+    texts += [run(capsys, name, "--help")[1] for name in ("graph", "search", "context", "eval", "lint")]
+    assert not [t for t in texts if re.search(r"\(R[0-9]+\)", t)]
+    assert '"relevant": ["a.md"]' in texts[4]  # the queries file's format, where the user looks for it

@@ -255,7 +255,7 @@ def graph(
     depth: Annotated[int, typer.Option("--depth", help="Hops to walk (1-3); deeper rows say where from.")] = 1,
     as_json: JsonOpt = False,
 ) -> None:
-    """The notes linked from and to a note (R16): from the store, or the vault when not imported.
+    """The notes linked from and to a note: from the store, or the vault when not imported.
 
     Without a view option both directions are shown.
     """
@@ -428,7 +428,7 @@ def context(
     ] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """A token-budgeted context for an LLM prompt, with citations (R23)."""
+    """A token-budgeted context for an LLM prompt, with citations."""
     settings = settings_for(vault, config, store=store)
     remote = _remote(vault, settings)
     if remote is not None:
@@ -458,7 +458,14 @@ def eval_(
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """nDCG@5/10, Recall@10, MRR, Hit@1 and latency per mode, overall and per category (R28)."""
+    """Measure search on judged questions: nDCG@5/10, Recall@10, MRR, Hit@1, latency per mode.
+
+    --vault VAULT --queries FILE imports the vault, then asks the questions in FILE, one JSON a line:
+
+    {"query": "…", "relevant": ["a.md"], "partial": ["b.md"], "category": "…"}
+
+    Notes are paths or ids; partial and category are optional. --beir FOLDER evaluates a BEIR set.
+    """
     from . import evaluate_beir, evaluate_vault, format_table, load_beir
 
     if (beir is None) == (vault is None) or (vault is not None and queries is None):
@@ -669,7 +676,7 @@ def chunk(
     separators: SepsOpt = None,
     jobs: JobsOpt = 0,
 ) -> None:
-    """Chunk notes and print NDJSON, one chunk per line (R24)."""
+    """Chunk notes and print NDJSON, one chunk per line."""
     flags = {
         "strategy": strategy, "max_chunk_size": max_chunk_size,
         "separator_group": separator_group, "separators": separators,
