@@ -210,6 +210,24 @@ def test_the_store_reads_every_accepted_shape(capsys: pytest.CaptureFixture[str]
         assert json.loads(out) == []  # a.md was created now, not in 2025
 
 
+def test_a_missed_note_names_the_closest_notes_and_a_missed_section_does_not_repeat_them() -> None:
+    miss = NotFoundError("no note 'rff' in the store", [{"note_id": "r", "title": "RRF", "path": "concepts/rrf.md"},
+                                                        {"note_id": "q", "title": "Q", "path": "concepts/qdrant.md"}])
+    assert error_line(miss) == "error: no note 'rff' in the store; closest: concepts/rrf.md, concepts/qdrant.md"
+    section = NotFoundError("no section 'x' in 'A'; sections: /, /B", [{"section": "/B"}])
+    assert error_line(section) == "error: no section 'x' in 'A'; sections: /, /B"
+    assert error_line(NotFoundError("no note 'x'")) == "error: no note 'x'"
+
+
+def test_a_file_given_as_the_vault_says_it_is_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    note = tmp_path / "note.md"
+    note.write_text("# N\n", encoding="utf-8")
+    said = f"error: vault not found: {note} (a file: give the vault's folder)"
+    assert error_line(VaultNotFoundError(str(note))) == said
+    assert error_line(VaultNotFoundError(str(tmp_path / "typo"))) == f"error: vault not found: {tmp_path / 'typo'}"
+    assert run(capsys, "import", str(note)) == (2, "", said + "\n")
+
+
 def test_context_budget_below_one_is_a_usage_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
 ) -> None:
