@@ -237,6 +237,25 @@ def test_context_budget_below_one_is_a_usage_error(
     assert err.startswith("error: Invalid value for '--budget'") and len(err.splitlines()) == 1
 
 
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("stdin", "hint"), [(_Terminal, True), (io.StringIO, False)])
+def test_chunk_from_a_terminal_says_it_reads_stdin(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], stdin: type[io.StringIO], hint: bool
+) -> None:
+    monkeypatch.setattr(sys, "stdin", stdin("# T\n\nEins.\n"))
+    with pytest.raises(SystemExit) as done:
+        cli.chunk_main([])
+    captured = capsys.readouterr()
+    assert done.value.code == 0
+    assert [json.loads(line)["text"] for line in captured.out.splitlines()] == ["# T\n\nEins."]
+    assert captured.err == ("mindnet-chunk: reading one note from stdin, Ctrl-D ends it (give files or folders to "
+                            "chunk them)\n" if hint else "")
+
+
 def test_help_speaks_to_users_not_to_the_spec(capsys: pytest.CaptureFixture[str]) -> None:
     """The command list showed "(R16)", "(R22)"…: requirement numbers of a spec the user never sees."""
     texts = [run(capsys, "--help")[1]]

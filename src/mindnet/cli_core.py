@@ -142,6 +142,8 @@ def run_chunk(
 
     if not paths or paths == ["-"]:
         settings = settings_for(vault, config, **flags)
+        if _interactive(sys.stdin):  # a bare `mindnet-chunk` typed to try it would look like a hang
+            say("mindnet-chunk: reading one note from stdin, Ctrl-D ends it (give files or folders to chunk them)")
         try:
             stdin: Any = getattr(sys.stdin, "buffer", sys.stdin)  # bytes, so bad input is judged like a file's
             note = note_from_text(stdin.read(), settings)
@@ -170,6 +172,15 @@ def run_chunk(
                 failed += 1
             write(lines)
     return 1 if failed else 0
+
+
+def _interactive(stream: Any) -> bool:
+    """Whether `stream` is a terminal (False for pipes, files and streams that cannot say)."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
 
 
 def _byte_writer() -> Any:
