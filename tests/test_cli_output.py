@@ -262,3 +262,18 @@ def test_help_speaks_to_users_not_to_the_spec(capsys: pytest.CaptureFixture[str]
     texts += [run(capsys, name, "--help")[1] for name in ("graph", "search", "context", "eval", "lint")]
     assert not [t for t in texts if re.search(r"\(R[0-9]+\)", t)]
     assert '"relevant": ["a.md"]' in texts[4]  # the queries file's format, where the user looks for it
+
+
+def test_a_vault_under_tilde_is_found_as_a_shell_would_expand_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    """An MCP client's `args` reach mindnet without a shell: `~/notes` was 'vault not found: ~/notes'."""
+    monkeypatch.setenv("HOME", str(vault.parent))
+    code, out, _ = run(capsys, "summary", "~/vault", "--json")
+    assert code == 0 and json.loads(out)["vault"] == str(vault)
+    stores: list[str | None] = []
+    monkeypatch.setattr(Index, "search", lambda self, *a, **k: stores.append(self.settings.store_path) or [])
+    assert run(capsys, "search", "q", "--vault", "~/vault", "--store", "~/elsewhere")[:2] == (0, "no results\n")
+    assert stores == [str(vault.parent / "elsewhere")]
+    missing = f"error: vault not found: {vault.parent / 'typo'}\n"
+    assert run(capsys, "search", "q", "--vault", "~/typo") == (2, "", missing)

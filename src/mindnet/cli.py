@@ -36,10 +36,19 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
-VaultArg = Annotated[Path, typer.Argument(help="The vault folder.", show_default=False)]
-VaultOpt = Annotated[Path, typer.Option("--vault", help="The vault folder.")]
-StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store folder (default VAULT/.mindnet).")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A mindnet.toml instead of the vault's.")]
+
+def _home(path: Path | None) -> Path | None:
+    """`~/notes` as a shell would expand it: an MCP client's `args` and a quoted path reach us unexpanded
+    (and the Python API's `Vault("~/notes")` expands it too)."""
+    return path.expanduser() if path is not None else None
+
+
+VaultArg = Annotated[Path, typer.Argument(help="The vault folder.", show_default=False, callback=_home)]
+VaultOpt = Annotated[Path, typer.Option("--vault", help="The vault folder.", callback=_home)]
+StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store folder (default VAULT/.mindnet).",
+                                               callback=_home)]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A mindnet.toml instead of the vault's.",
+                                                callback=_home)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 StrategyOpt = Annotated[str | None, typer.Option("--strategy", help="structure (default) or recursive.")]
 MaxSizeOpt = Annotated[int | None, typer.Option("--max-chunk-size", help="recursive: max words per chunk.")]
@@ -445,7 +454,9 @@ def context(
 @app.command("eval")
 def eval_(
     beir: Annotated[Path | None, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")] = None,
-    vault: Annotated[Path | None, typer.Option("--vault", help="A vault to evaluate with --queries.")] = None,
+    vault: Annotated[
+        Path | None, typer.Option("--vault", help="A vault to evaluate with --queries.", callback=_home)
+    ] = None,
     queries: Annotated[Path | None, typer.Option("--queries", help="JSONL: query, relevant, partial.")] = None,
     beir_queries: Annotated[
         Path | None, typer.Option("--beir-queries", help="Ask this BEIR folder's questions (cross-lingual).")
@@ -615,7 +626,9 @@ def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False)
 def lint(
     paths: Annotated[list[Path] | None, typer.Argument(help="A vault folder, or note files of one vault.")] = None,
     vault: Annotated[
-        Path | None, typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian).")
+        Path | None,
+        typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian).",
+                     callback=_home),
     ] = None,
     config: ConfigOpt = None,
     strict: Annotated[
