@@ -277,3 +277,14 @@ def test_a_vault_under_tilde_is_found_as_a_shell_would_expand_it(
     assert stores == [str(vault.parent / "elsewhere")]
     missing = f"error: vault not found: {vault.parent / 'typo'}\n"
     assert run(capsys, "search", "q", "--vault", "~/typo") == (2, "", missing)
+
+
+def test_on_a_terminal_only_the_title_is_bold(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
+) -> None:
+    screen = io.StringIO()
+    monkeypatch.setattr(cli, "out", Console(file=screen, force_terminal=True, width=200, color_system="standard"))
+    returning(monkeypatch, Index, "search", lambda: HITS[1:])
+    assert run(capsys, "search", "q", "--vault", str(vault))[0] == 0
+    head = screen.getvalue().splitlines()[0]
+    assert head == "\x1b[1m2. Kurz\x1b[0m\x1b[2m  /Überblick  b.md:3-9  0.500\x1b[0m"

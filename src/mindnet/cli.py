@@ -417,8 +417,9 @@ def _print_hit(hit: dict[str, Any]) -> None:
     from rich.padding import Padding
     from rich.text import Text
 
-    head = Text(f"{hit['rank']}. {hit['title']}", style="bold")
-    head.append(f"  {meta}", style="dim")
+    head = Text()
+    head.append(f"{hit['rank']}. {hit['title']}", style="bold")
+    head.append(f"  {meta}", style="dim")  # dim only: a style given to Text() would apply to this too
     out.print(head)
     out.print(Padding(Text(snippet), (0, 0, 0, 3)))
 
