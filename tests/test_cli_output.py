@@ -9,6 +9,7 @@ test is about rendering (as in test_cli_options.py); the store's date parsing is
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import io
 import json
@@ -288,3 +289,18 @@ def test_on_a_terminal_only_the_title_is_bold(
     assert run(capsys, "search", "q", "--vault", str(vault))[0] == 0
     head = screen.getvalue().splitlines()[0]
     assert head == "\x1b[1m2. Kurz\x1b[0m\x1b[2m  /Überblick  b.md:3-9  0.500\x1b[0m"
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+def test_k_has_the_short_form_a_user_types_first(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path, command: str
+) -> None:
+    """`--k` reads oddly as a long option, and `-k 3` was 'No such option: -k'."""
+    calls = returning(monkeypatch, Index, command, lambda: [] if command == "search" else _Text())
+    assert run(capsys, command, "q", "--vault", str(vault), "-k", "3")[0] == 0
+    assert calls[0][1]["k"] == 3
+
+
+@dataclasses.dataclass
+class _Text:
+    text: str = "ctx"

@@ -362,7 +362,7 @@ def search(
     vault: VaultOpt = Path("."),
     store: StoreOpt = None,
     config: ConfigOpt = None,
-    k: Annotated[int, typer.Option("--k", help="How many results.")] = 10,
+    k: Annotated[int, typer.Option("--k", "-k", help="How many results.")] = 10,
     mode: ModeOpt = "hybrid",
     expand: Annotated[bool, typer.Option("--expand/--no-expand", help="Add neighbour and linked chunks.")] = False,
     by_note: Annotated[bool, typer.Option("--by-note", help="One result per note.")] = False,
@@ -431,7 +431,7 @@ def context(
     store: StoreOpt = None,
     config: ConfigOpt = None,
     budget: Annotated[int, typer.Option("--budget", min=1, help="Token budget of the context.")] = 2000,
-    k: Annotated[int, typer.Option("--k", help="Hits to draw from.")] = 12,
+    k: Annotated[int, typer.Option("--k", "-k", help="Hits to draw from.")] = 12,
     mode: ModeOpt = "hybrid",
     expand: Annotated[
         bool, typer.Option("--expand/--no-expand", help="Add neighbour and linked chunks (--no-expand: hits only).")
