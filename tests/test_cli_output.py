@@ -304,3 +304,14 @@ def test_k_has_the_short_form_a_user_types_first(
 @dataclasses.dataclass
 class _Text:
     text: str = "ctx"
+
+
+@pytest.mark.parametrize("command", ["search", "context"])
+@pytest.mark.parametrize("query", ["", "  ", "\t\n"])
+def test_an_empty_query_is_refused_not_answered_with_no_results(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path, command: str, query: str
+) -> None:
+    calls = returning(monkeypatch, Index, command, list)
+    assert run(capsys, command, query, "--vault", str(vault)) == (
+        2, "", "error: the query is empty: give the words to search for\n")
+    assert calls == []

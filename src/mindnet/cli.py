@@ -328,6 +328,15 @@ _ISO_DATE = re.compile(r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})(?:[T ](?P<hm>[0-9]
 """The dates the store reads: `2025-09-03`, `2025-09-03T10:00`, `2025-09-03T10:00:00[.f][Z|+02:00]`."""
 
 
+def _check_query(query: str) -> None:
+    """An empty query is a slip (an unset shell variable), not a search that found nothing.
+
+    It answered "no results" with exit 0; the API's `search_many` and the server refuse it too.
+    """
+    if not query.strip():
+        raise MindnetError("the query is empty: give the words to search for")
+
+
 def _check_date(flag: str, value: str | None) -> None:
     """Refuse a date the store cannot read: it was an internal error from deep inside Qdrant."""
     import datetime
@@ -372,6 +381,7 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion."""
+    _check_query(query)
     for flag, value in (("--from", date_from), ("--to", date_to)):
         _check_date(flag, value)
     settings = settings_for(vault, config, store=store)
@@ -439,6 +449,7 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """A token-budgeted context for an LLM prompt, with citations."""
+    _check_query(query)
     settings = settings_for(vault, config, store=store)
     remote = _remote(vault, settings)
     if remote is not None:
