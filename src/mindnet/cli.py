@@ -129,7 +129,9 @@ def import_(
     vault: VaultArg,
     store: StoreOpt = None,
     config: ConfigOpt = None,
-    full: Annotated[bool, typer.Option("--full", help="Rebuild the store from scratch.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Drop the store and rebuild it (the embedding cache is kept).")
+    ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")] = False,
     strict: Annotated[
         bool | None, typer.Option("--strict/--no-strict", help="Missing required fields are errors (or not).")
@@ -308,7 +310,7 @@ def _graph_line(row: dict[str, Any]) -> str:
     return f"{arrow} {row['kind']:<10} {where}  {row['title']}{hop}"
 
 
-ModeOpt = Annotated[str, typer.Option("--mode", help="hybrid (default), dense or lexical.")]
+ModeOpt = Annotated[str, typer.Option("--mode", help="hybrid, dense or lexical.")]
 
 
 def _filters(
