@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -35,10 +36,19 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
-VaultArg = Annotated[Path, typer.Argument(help="The vault folder.", show_default=False)]
-VaultOpt = Annotated[Path, typer.Option("--vault", help="The vault folder.")]
-StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store folder (default VAULT/.mindnet).")]
-ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A mindnet.toml instead of the vault's.")]
+
+def _home(path: Path | None) -> Path | None:
+    """`~/notes` as a shell would expand it: an MCP client's `args` and a quoted path reach us unexpanded
+    (and the Python API's `Vault("~/notes")` expands it too)."""
+    return path.expanduser() if path is not None else None
+
+
+VaultArg = Annotated[Path, typer.Argument(help="The vault folder.", show_default=False, callback=_home)]
+VaultOpt = Annotated[Path, typer.Option("--vault", help="The vault folder.", callback=_home)]
+StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store folder (default VAULT/.mindnet).",
+                                               callback=_home)]
+ConfigOpt = Annotated[Path | None, typer.Option("--config", help="A mindnet.toml instead of the vault's.",
+                                                callback=_home)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for programs.")]
 StrategyOpt = Annotated[str | None, typer.Option("--strategy", help="structure (default) or recursive.")]
 MaxSizeOpt = Annotated[int | None, typer.Option("--max-chunk-size", help="recursive: max words per chunk.")]
@@ -119,7 +129,9 @@ def import_(
     vault: VaultArg,
     store: StoreOpt = None,
     config: ConfigOpt = None,
-    full: Annotated[bool, typer.Option("--full", help="Rebuild the store from scratch.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Drop the store and rebuild it (the embedding cache is kept).")
+    ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")] = False,
     strict: Annotated[
         bool | None, typer.Option("--strict/--no-strict", help="Missing required fields are errors (or not).")
@@ -216,19 +228,30 @@ def status(
     if info.get("written_elsewhere"):
         _say(f"warning: this store was last written on {info['written_by']}, not on this machine; a store synced "
              "between machines can be corrupted by two writers (keep it outside the synced folder: --store)")
-    if as_json:
+    if as_json:  # a program reads `"model": null`; the hint below is for a person
         _print_json(info)
         return
-    table = Table(show_header=False, title="mindnet status")
-    for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store", "written_by"):
-        table.add_row(key, str(info.get(key)))
+    if info.get("model") is None:
+        _say(f"{vault} is not imported yet: run `mindnet import {vault}`")
+    out.print(_status_table(info))
+
+
+def _status_table(info: dict[str, Any]) -> Table:
+    """The status as a two-column table of plain text; a value the store does not have yet is "-"."""
+    from rich.text import Text
+
+    rows = [(key, info.get(key)) for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store",
+                                             "written_by")]
     if info.get("quality_gain"):
-        table.add_row("quality_gain", str(info["quality_gain"]))
+        rows.append(("quality_gain", info["quality_gain"]))
     if "server" in info:
         resident = info["resident"]
-        table.add_row("server", f"{info['server']['url']} (pid {info['server']['pid']})")
-        table.add_row("watching", f"{resident['watching']}; last change: {resident['last_event'] or '-'}")
-    out.print(table)
+        rows.append(("server", f"{info['server']['url']} (pid {info['server']['pid']})"))
+        rows.append(("watching", f"{resident['watching']}; last change: {resident['last_event'] or '-'}"))
+    table = Table(show_header=False, title="mindnet status")
+    for key, value in rows:
+        table.add_row(key, Text("-" if value is None else str(value)))
+    return table
 
 
 @app.command()
@@ -243,7 +266,7 @@ def graph(
     depth: Annotated[int, typer.Option("--depth", help="Hops to walk (1-3); deeper rows say where from.")] = 1,
     as_json: JsonOpt = False,
 ) -> None:
-    """The notes linked from and to a note (R16): from the store, or the vault when not imported.
+    """The notes linked from and to a note: from the store, or the vault when not imported.
 
     Without a view option both directions are shown.
     """
@@ -262,13 +285,32 @@ def graph(
     if as_json:
         _print_json(rows)
         return
-    table = Table("dir", "kind", "title", "path", "status", title=f"graph of {note}")
-    for r in rows:
-        table.add_row("→" if r["direction"] == "out" else "←", r["kind"], r["title"], r["path"] or "", r["status"])
-    out.print(table)
+    if not rows:
+        sys.stdout.write(f"no {_GRAPH_EMPTY[view]} for {note}\n")
+        return
+    for row in rows:
+        sys.stdout.write(_graph_line(row) + "\n")
 
 
-ModeOpt = Annotated[str, typer.Option("--mode", help="hybrid (default), dense or lexical.")]
+_GRAPH_EMPTY = {"neighbors": "links or backlinks", "backlinks": "backlinks", "references": "links",
+                "unresolved": "unresolved links"}
+"""What an empty answer of each view lacks: an empty table looked like an error."""
+
+
+def _graph_line(row: dict[str, Any]) -> str:
+    """One linked note a line: direction, kind, path (what an editor opens), title, and for a deeper
+    hop where it was reached from.
+
+    A table cut paths to `sources/cormack-2009-r…` at 80 columns and wrapped titles over several
+    lines; a line keeps the path whole and `grep` finds it.
+    """
+    arrow = "→" if row["direction"] == "out" else "←"
+    where = row["path"] or "(unresolved)"
+    hop = f"  (hop {row['depth']} via {row['via']})" if int(row.get("depth", 1)) > 1 else ""
+    return f"{arrow} {row['kind']:<10} {where}  {row['title']}{hop}"
+
+
+ModeOpt = Annotated[str, typer.Option("--mode", help="hybrid, dense or lexical.")]
 
 
 def _filters(
@@ -283,6 +325,37 @@ def _filters(
     )
 
 
+_ISO_DATE = re.compile(r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})(?:[T ](?P<hm>[0-9]{2}:[0-9]{2})"
+                       r"(?::(?P<s>[0-9]{2})(?:\.[0-9]+)?(?: ?(?:Z|[+-][0-9]{2}:?[0-9]{2}))?)?)?")
+"""The dates the store reads: `2025-09-03`, `2025-09-03T10:00`, `2025-09-03T10:00:00[.f][Z|+02:00]`."""
+
+
+def _check_query(query: str) -> None:
+    """An empty query is a slip (an unset shell variable), not a search that found nothing.
+
+    It answered "no results" with exit 0; the API's `search_many` and the server refuse it too.
+    """
+    if not query.strip():
+        raise MindnetError("the query is empty: give the words to search for")
+
+
+def _check_date(flag: str, value: str | None) -> None:
+    """Refuse a date the store cannot read: it was an internal error from deep inside Qdrant."""
+    import datetime
+
+    if value is None:
+        return
+    shape = _ISO_DATE.fullmatch(value)
+    try:
+        if shape is None:
+            raise ValueError(value)
+        datetime.date.fromisoformat(shape["date"])
+        if shape["hm"]:
+            datetime.time.fromisoformat(shape["hm"] + (f":{shape['s']}" if shape["s"] else ""))
+    except ValueError:
+        raise MindnetError(f"{flag} needs an ISO date such as 2025-09-03 or 2025-09-03T10:00, not {value!r}") from None
+
+
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Only notes of this type (repeatable).")]
 TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Only notes with this tag (repeatable: all).")]
 AreaOpt = Annotated[str | None, typer.Option("--area", help="Only notes of this area.")]
@@ -290,8 +363,8 @@ ProjectOpt = Annotated[str | None, typer.Option("--project", help="Only notes of
 LangOpt = Annotated[str | None, typer.Option("--lang", help="Only chunks in this language (de, en).")]
 PathOpt = Annotated[str | None, typer.Option("--path", help="Only notes under this path prefix.")]
 NoteOpt = Annotated[list[str] | None, typer.Option("--note", help="Only this note id (repeatable).")]
-FromOpt = Annotated[str | None, typer.Option("--from", help="Created on or after (ISO date).")]
-ToOpt = Annotated[str | None, typer.Option("--to", help="Created on or before (ISO date).")]
+FromOpt = Annotated[str | None, typer.Option("--from", help="Created on or after (2025-09-03, 2025-09-03T10:00).")]
+ToOpt = Annotated[str | None, typer.Option("--to", help="Created on or before (a date: that whole day).")]
 
 
 @app.command()
@@ -300,7 +373,7 @@ def search(
     vault: VaultOpt = Path("."),
     store: StoreOpt = None,
     config: ConfigOpt = None,
-    k: Annotated[int, typer.Option("--k", help="How many results.")] = 10,
+    k: Annotated[int, typer.Option("--k", "-k", help="How many results.")] = 10,
     mode: ModeOpt = "hybrid",
     expand: Annotated[bool, typer.Option("--expand/--no-expand", help="Add neighbour and linked chunks.")] = False,
     by_note: Annotated[bool, typer.Option("--by-note", help="One result per note.")] = False,
@@ -309,7 +382,10 @@ def search(
     date_to: ToOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion (R22)."""
+    """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion."""
+    _check_query(query)
+    for flag, value in (("--from", date_from), ("--to", date_to)):
+        _check_date(flag, value)
     settings = settings_for(vault, config, store=store)
     remote = _remote(vault, settings)
     if remote is not None:
@@ -329,11 +405,35 @@ def search(
         sys.stdout.write("no results\n")
         return
     for h in hits:
-        where = f"{h['path']}:{h['line_start']}-{h['line_end']}"
-        head = f"[bold]{h['rank']}. {h['title']}[/bold]"
-        out.print(f"{head}  [dim]{h['section_path']}  {where}  {h['score']:.3f}[/dim]")
-        snippet = " ".join(h["text"].split())
-        out.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", markup=False)
+        _print_hit(h)
+
+
+SNIPPET_CHARS = 300
+"""How much of a hit's text `mindnet search` shows; `--json` has all of it."""
+
+
+def _print_hit(hit: dict[str, Any]) -> None:
+    """A hit as a head line and an indented snippet.
+
+    Only a terminal gets wrapping (with the snippet's indent kept) and bold: in a pipe or a file
+    each part stays one line, so `grep` finds a path whole and no line ends in padding. Titles
+    and text are never read as rich markup: a note called "Plan [/b]" is a title, not a style.
+    """
+    where = f"{hit['path']}:{hit['line_start']}-{hit['line_end']}"
+    meta = f"{hit['section_path']}  {where}  {hit['score']:.3f}"
+    flat_text = " ".join(str(hit["text"]).split())
+    snippet = flat_text[:SNIPPET_CHARS] + ("…" if len(flat_text) > SNIPPET_CHARS else "")
+    if not out.is_terminal:
+        sys.stdout.write(f"{hit['rank']}. {hit['title']}  {meta}\n   {snippet}\n")
+        return
+    from rich.padding import Padding
+    from rich.text import Text
+
+    head = Text()
+    head.append(f"{hit['rank']}. {hit['title']}", style="bold")
+    head.append(f"  {meta}", style="dim")  # dim only: a style given to Text() would apply to this too
+    out.print(head)
+    out.print(Padding(Text(snippet), (0, 0, 0, 3)))
 
 
 @app.command()
@@ -342,15 +442,16 @@ def context(
     vault: VaultOpt = Path("."),
     store: StoreOpt = None,
     config: ConfigOpt = None,
-    budget: Annotated[int, typer.Option("--budget", help="Token budget of the context.")] = 2000,
-    k: Annotated[int, typer.Option("--k", help="Hits to draw from.")] = 12,
+    budget: Annotated[int, typer.Option("--budget", min=1, help="Token budget of the context.")] = 2000,
+    k: Annotated[int, typer.Option("--k", "-k", help="Hits to draw from.")] = 12,
     mode: ModeOpt = "hybrid",
     expand: Annotated[
         bool, typer.Option("--expand/--no-expand", help="Add neighbour and linked chunks (--no-expand: hits only).")
     ] = True,
     as_json: JsonOpt = False,
 ) -> None:
-    """A token-budgeted context for an LLM prompt, with citations (R23)."""
+    """A token-budgeted context for an LLM prompt, with citations."""
+    _check_query(query)
     settings = settings_for(vault, config, store=store)
     remote = _remote(vault, settings)
     if remote is not None:
@@ -367,7 +468,9 @@ def context(
 @app.command("eval")
 def eval_(
     beir: Annotated[Path | None, typer.Option("--beir", help="BEIR folder (corpus, queries, qrels).")] = None,
-    vault: Annotated[Path | None, typer.Option("--vault", help="A vault to evaluate with --queries.")] = None,
+    vault: Annotated[
+        Path | None, typer.Option("--vault", help="A vault to evaluate with --queries.", callback=_home)
+    ] = None,
     queries: Annotated[Path | None, typer.Option("--queries", help="JSONL: query, relevant, partial.")] = None,
     beir_queries: Annotated[
         Path | None, typer.Option("--beir-queries", help="Ask this BEIR folder's questions (cross-lingual).")
@@ -380,7 +483,14 @@ def eval_(
     config: ConfigOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """nDCG@5/10, Recall@10, MRR, Hit@1 and latency per mode, overall and per category (R28)."""
+    """Measure search on judged questions: nDCG@5/10, Recall@10, MRR, Hit@1, latency per mode.
+
+    --vault VAULT --queries FILE imports the vault, then asks the questions in FILE, one JSON a line:
+
+    {"query": "…", "relevant": ["a.md"], "partial": ["b.md"], "category": "…"}
+
+    Notes are paths or ids; partial and category are optional. --beir FOLDER evaluates a BEIR set.
+    """
     from . import evaluate_beir, evaluate_vault, format_table, load_beir
 
     if (beir is None) == (vault is None) or (vault is not None and queries is None):
@@ -519,9 +629,9 @@ def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False)
     if as_json:
         _print_json(info)
     else:
-        for key, value in info.items():
+        for key, value in info.items():  # one line each, never wrapped: `grep languages` finds them all
             shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else value
-            out.print(f"{key:<12} {shown}", markup=False)
+            sys.stdout.write(f"{key:<12} {shown}\n")
     if reader.result.failed:
         raise typer.Exit(1)
 
@@ -530,7 +640,9 @@ def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False)
 def lint(
     paths: Annotated[list[Path] | None, typer.Argument(help="A vault folder, or note files of one vault.")] = None,
     vault: Annotated[
-        Path | None, typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian).")
+        Path | None,
+        typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian).",
+                     callback=_home),
     ] = None,
     config: ConfigOpt = None,
     strict: Annotated[
@@ -541,10 +653,15 @@ def lint(
     ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes/prefixes.")] = None,
     fix: Annotated[bool, typer.Option("--fix", help="Fill id/title/created, normalise tags.")] = False,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="No VAULT/.mindnet/lint-index.json.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON for programs (--format json).")] = False,
 ) -> None:
-    """Check vault hygiene (R27): required fields, YAML, links, duplicate ids, id and tag schemes."""
+    """Check vault hygiene: required fields, YAML, links, duplicate ids, id and tag schemes."""
     from . import LINT_FORMATS, format_findings, lint_summary_line, parse_codes, run_lint
 
+    if as_json:  # every other command that a program reads takes --json
+        if output_format not in ("text", "json"):
+            raise MindnetError(f"--json and --format {output_format} contradict each other: give one")
+        output_format = "json"
     if output_format not in LINT_FORMATS:
         raise MindnetError(f"--format must be one of {', '.join(LINT_FORMATS)}, not {output_format!r}")
     run = run_lint(
@@ -552,13 +669,13 @@ def lint(
         parse_codes(select), parse_codes(ignore), fix=fix, use_cache=not no_cache,
     )
     for summary in run.fixes:
-        err.print(summary.one_line(), markup=False)
+        _say(summary.one_line())
         for line in summary.skipped:
-            err.print(f"  not fixed: {line}", markup=False)
+            _say(f"  not fixed: {line}")
     findings = run.findings
     sys.stdout.write(format_findings(findings, output_format))
     if output_format == "text":
-        err.print(lint_summary_line(findings, run.files), markup=False)
+        _say(lint_summary_line(findings, run.files))
     raise typer.Exit(run.exit_code)
 
 
@@ -586,7 +703,7 @@ def chunk(
     separators: SepsOpt = None,
     jobs: JobsOpt = 0,
 ) -> None:
-    """Chunk notes and print NDJSON, one chunk per line (R24)."""
+    """Chunk notes and print NDJSON, one chunk per line."""
     flags = {
         "strategy": strategy, "max_chunk_size": max_chunk_size,
         "separator_group": separator_group, "separators": separators,

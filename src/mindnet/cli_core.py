@@ -19,7 +19,17 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from . import InputError, MindnetError, NoteError, Settings, load_settings, location, printable
+from . import (
+    InputError,
+    MindnetError,
+    NoteError,
+    NotFoundError,
+    Settings,
+    VaultNotFoundError,
+    load_settings,
+    location,
+    printable,
+)
 
 DEBUG_FLAG = "--debug"
 """Accepted anywhere on a command line (like MINDNET_DEBUG=1): show the traceback of an error."""
@@ -65,7 +75,7 @@ def error_line(exc: BaseException, debug: bool = False) -> str:
     if isinstance(exc, InputError):
         return f"{location(exc.path, exc.line)}: error: {flat(exc.reason)}"
     if isinstance(exc, MindnetError):
-        return f"error: {flat(str(exc))}"
+        return f"error: {flat(str(exc))}{_hint(exc)}"
     if hasattr(exc, "format_message") and hasattr(exc, "exit_code"):  # a usage error of the option parser
         ctx = getattr(exc, "ctx", None)
         hint = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
@@ -81,6 +91,20 @@ def error_line(exc: BaseException, debug: bool = False) -> str:
         return "error: out of memory"
     more = "" if debug else f"; run again with {DEBUG_FLAG} for the traceback"
     return f"error: internal error: {type(exc).__name__}: {flat(str(exc))}{more}"
+
+
+def _hint(exc: MindnetError) -> str:
+    """What a miss can add to its line: the closest names, or that the "vault" given is a file.
+
+    The library leaves these to the interface (the server sends the names as a list); on the
+    command line they belong on the same line, where a typo is corrected.
+    """
+    if isinstance(exc, VaultNotFoundError):
+        return " (a file: give the vault's folder)" if Path(exc.path).is_file() else ""
+    if isinstance(exc, NotFoundError):  # a missed section's message lists the sections already
+        shown = ", ".join(flat(str(s["path"])) for s in exc.suggestions if s.get("path"))
+        return f"; closest: {shown}" if shown else ""
+    return ""
 
 
 def exit_code(exc: BaseException) -> int:
@@ -118,6 +142,8 @@ def run_chunk(
 
     if not paths or paths == ["-"]:
         settings = settings_for(vault, config, **flags)
+        if _interactive(sys.stdin):  # a bare `mindnet-chunk` typed to try it would look like a hang
+            say("mindnet-chunk: reading one note from stdin, Ctrl-D ends it (give files or folders to chunk them)")
         try:
             stdin: Any = getattr(sys.stdin, "buffer", sys.stdin)  # bytes, so bad input is judged like a file's
             note = note_from_text(stdin.read(), settings)
@@ -146,6 +172,15 @@ def run_chunk(
                 failed += 1
             write(lines)
     return 1 if failed else 0
+
+
+def _interactive(stream: Any) -> bool:
+    """Whether `stream` is a terminal (False for pipes, files and streams that cannot say)."""
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):  # a closed or detached stream
+        return False
 
 
 def _byte_writer() -> Any:

@@ -69,5 +69,6 @@ def summary_line(findings: Sequence[Finding], files: int) -> str:
     errors = sum(1 for f in findings if f.severity == "error")
     fixable = sum(1 for f in findings if f.fix)
     text = f"{len(findings)} finding{'s' if len(findings) != 1 else ''} ({errors} error{'s' if errors != 1 else ''}, "
-    text += f"{len(findings) - errors} warning{'s' if len(findings) - errors != 1 else ''}) in {files} files"
+    text += f"{len(findings) - errors} warning{'s' if len(findings) - errors != 1 else ''}) "
+    text += f"in {files} file{'s' if files != 1 else ''}"
     return text + (f"; {fixable} fixable with --fix" if fixable else "")
