@@ -27,6 +27,7 @@ from rich.console import Console
 from mindnet import Hit, MindnetError, NotFoundError, VaultNotFoundError, cli
 from mindnet.api import Index
 from mindnet.cli_core import error_line
+from mindnet.search.filters import ISO_DATE, SearchFilters
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -178,7 +179,7 @@ def test_a_date_the_store_cannot_read_is_one_line_before_anything_opens(
 
 
 def date_shapes(moment: datetime.datetime) -> list[str]:
-    """The ways of writing `moment` that the store reads (see `cli._ISO_DATE`)."""
+    """The ways of writing `moment` that the store reads (see `ISO_DATE`)."""
     day = moment.date().isoformat()
     return [day, f"{day}T{moment:%H:%M}", f"{day} {moment:%H:%M:%S}", f"{day}T{moment:%H:%M:%S}.{moment:%f}Z",
             f"{day}T{moment:%H:%M:%S}+02:00", f"{day}T{moment:%H:%M:%S} -0130"]
@@ -199,7 +200,7 @@ def test_any_text_is_accepted_or_refused_with_the_flag_named(value: str) -> None
     except MindnetError as exc:
         assert str(exc).startswith("--from needs an ISO date")
     else:
-        assert cli._ISO_DATE.fullmatch(value)
+        assert ISO_DATE.fullmatch(value)
 
 
 def test_the_store_reads_every_accepted_shape(capsys: pytest.CaptureFixture[str], vault: Path) -> None:
@@ -315,3 +316,11 @@ def test_an_empty_query_is_refused_not_answered_with_no_results(
     assert run(capsys, command, query, "--vault", str(vault)) == (
         2, "", "error: the query is empty: give the words to search for\n")
     assert calls == []
+
+
+def test_the_api_refuses_the_same_dates_for_every_interface() -> None:
+    """`SearchFilters` checks the dates, so the server and MCP answer one clear error (they built
+    filters from `from=yesterday` and failed inside Qdrant), and the check is the CLI's."""
+    with pytest.raises(MindnetError, match=r"^created_to needs an ISO date"):
+        SearchFilters(created_to="yesterday")
+    assert SearchFilters(created_from="2025-09-03", created_to="2025-09-03T10:00").to_filter() is not None

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -325,11 +324,6 @@ def _filters(
     )
 
 
-_ISO_DATE = re.compile(r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})(?:[T ](?P<hm>[0-9]{2}:[0-9]{2})"
-                       r"(?::(?P<s>[0-9]{2})(?:\.[0-9]+)?(?: ?(?:Z|[+-][0-9]{2}:?[0-9]{2}))?)?)?")
-"""The dates the store reads: `2025-09-03`, `2025-09-03T10:00`, `2025-09-03T10:00:00[.f][Z|+02:00]`."""
-
-
 def _check_query(query: str) -> None:
     """An empty query is a slip (an unset shell variable), not a search that found nothing.
 
@@ -340,20 +334,10 @@ def _check_query(query: str) -> None:
 
 
 def _check_date(flag: str, value: str | None) -> None:
-    """Refuse a date the store cannot read: it was an internal error from deep inside Qdrant."""
-    import datetime
+    """Refuse a date the store cannot read under the flag's name, before a store or server is opened."""
+    from .search.filters import check_date
 
-    if value is None:
-        return
-    shape = _ISO_DATE.fullmatch(value)
-    try:
-        if shape is None:
-            raise ValueError(value)
-        datetime.date.fromisoformat(shape["date"])
-        if shape["hm"]:
-            datetime.time.fromisoformat(shape["hm"] + (f":{shape['s']}" if shape["s"] else ""))
-    except ValueError:
-        raise MindnetError(f"{flag} needs an ISO date such as 2025-09-03 or 2025-09-03T10:00, not {value!r}") from None
+    check_date(flag, value)
 
 
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Only notes of this type (repeatable).")]

@@ -2,9 +2,37 @@
 
 from __future__ import annotations
 
+import datetime
+import re
 from dataclasses import dataclass
 
+from ..errors import MindnetError
 from ..store import AnyOf, Condition, Equals, Filter, Prefix, Range
+
+ISO_DATE = re.compile(r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})(?:[T ](?P<hm>[0-9]{2}:[0-9]{2})"
+                      r"(?::(?P<s>[0-9]{2})(?:\.[0-9]+)?(?: ?(?:Z|[+-][0-9]{2}:?[0-9]{2}))?)?)?")
+"""The dates the store reads: `2025-09-03`, `2025-09-03T10:00`, `2025-09-03T10:00:00[.f][Z|+02:00]`
+(each form tested against Qdrant Edge, tests/test_cli_output.py)."""
+
+
+def check_date(name: str, value: str | None) -> None:
+    """Refuse a date the store cannot read, naming the option it came in: it was an internal error from
+    deep inside Qdrant, in every interface (CLI, server, MCP) alike.
+
+    Raises:
+        MindnetError: `value` is not one of `ISO_DATE`'s forms or not a real day and time.
+    """
+    if value is None:
+        return
+    shape = ISO_DATE.fullmatch(value)
+    try:
+        if shape is None:
+            raise ValueError(value)
+        datetime.date.fromisoformat(shape["date"])
+        if shape["hm"]:
+            datetime.time.fromisoformat(shape["hm"] + (f":{shape['s']}" if shape["s"] else ""))
+    except ValueError:
+        raise MindnetError(f"{name} needs an ISO date such as 2025-09-03 or 2025-09-03T10:00, not {value!r}") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +55,10 @@ class SearchFilters:
     """ISO 8601 date or datetime; notes created on or after it."""
     created_to: str | None = None
     """ISO 8601 date or datetime; notes created on or before it (a bare date includes that whole day)."""
+
+    def __post_init__(self) -> None:
+        check_date("created_from", self.created_from)
+        check_date("created_to", self.created_to)
 
     def to_filter(self) -> Filter | None:
         """The store's neutral `Filter`, or None when nothing is restricted."""
@@ -53,4 +85,4 @@ class SearchFilters:
         return Filter(must=tuple(must)) if must else None
 
 
-__all__ = ["SearchFilters"]
+__all__ = ["ISO_DATE", "SearchFilters", "check_date"]
