@@ -60,6 +60,7 @@ def test_recursive_settings_globally_and_per_type(tmp_path: Path) -> None:
         ("lexical_strict = 'sometimes'\n", "invalid value for 'lexical_strict'"),
         ("dense_note_tokens = -1\n", "invalid value for 'dense_note_tokens'"),
         ("dense_note_tokens = 1e9\n", "invalid value for 'dense_note_tokens'"),
+        ("languages = []\n", "invalid value for 'languages'"),
     ],
 )
 def test_bad_config_names_the_file(tmp_path: Path, toml: str, message: str) -> None:
@@ -86,3 +87,12 @@ def test_the_retrieval_representation_keys(tmp_path: Path) -> None:
     assert (settings.lexical_shape, settings.lexical_strict, settings.dense_note_tokens) == ("engine", False, 60.0)
     flags = load_settings(tmp_path, env={}, overrides={"lexical_shape": "measured", "lexical_strict": True})
     assert (flags.lexical_shape, flags.lexical_strict) == ("measured", True)
+
+
+def test_a_language_the_detector_does_not_know_is_a_config_error() -> None:
+    """`languages = ["de", "xx"]` was py3langid's "Unknown language code" as an internal error."""
+    from mindnet.language import detect_language
+
+    with pytest.raises(ConfigError, match="'xx' unknown to the language detector"):
+        detect_language("Hallo Welt, das ist ein Test.", ("de", "xx"))
+    assert detect_language("Hallo Welt, das ist ein Test.", ("de", "fr")) == "de"

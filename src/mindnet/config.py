@@ -323,10 +323,14 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
             if value not in LEXICAL_SHAPES:
                 raise ValueError(value)
             return str(value)
-        if kind == "tuple":
+        if kind in ("tuple", "languages"):
             if isinstance(value, str):
-                return tuple(v.strip() for v in value.split(",") if v.strip())
-            return tuple(str(v) for v in value)
+                items = tuple(v.strip() for v in value.split(",") if v.strip())
+            else:
+                items = tuple(str(v) for v in value)
+            if kind == "languages" and not items:  # detection needs at least one language to choose
+                raise ValueError(value)
+            return items
         return value
     except (TypeError, ValueError):
         raise ConfigError(f"{source}: invalid value for {name!r}: {value!r}") from None
@@ -352,7 +356,7 @@ largest size (600 tokens) by far; a larger value is a typo, not a setting."""
 
 
 _FIELD_KINDS: dict[str, Any] = {
-    "languages": "tuple",
+    "languages": "languages",
     "max_file_bytes": int,
     "frontmatter_max_nodes": int,
     "frontmatter_max_depth": int,

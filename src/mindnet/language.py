@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from .errors import ConfigError
 from .text import without_fences
 
 _CODE_SPAN = re.compile(r"`[^`\n]*`")
@@ -93,6 +94,10 @@ def language_identifier(languages: tuple[str, ...], cache_dir: str | Path | None
     process pays the 0.3 s of unpacking.
     """
     identifier = _langid_model(Path(cache_dir) if cache_dir is not None else None)
+    unknown = [code for code in languages if code not in identifier.nb_classes]
+    if unknown:  # py3langid's own "Unknown language code" surfaced as an internal error
+        raise ConfigError(f"languages: {', '.join(map(repr, unknown))} unknown to the language detector; "
+                          "use ISO 639-1 codes such as de, en, fr")
     identifier.set_languages(list(languages))
     return identifier
 
