@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import given
+from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
 from fakes import FakeEmbedder
@@ -546,6 +547,22 @@ def test_context_truncates_a_long_passage_at_a_boundary() -> None:
     assert long.startswith(kept)  # a prefix of the passage, cut at a line end
     assert kept.endswith("words.")
     assert cit.line_end == 1 + kept.count("\n")
+
+
+@given(st.integers(12, 80), st.sampled_from(["```", "~~~~", "```python"]), st.integers(0, 6))
+@hyp_settings(max_examples=60, deadline=None)
+def test_a_passage_cut_inside_a_code_block_closes_its_fence(budget: int, opener: str, prose: int) -> None:
+    """A cut inside a fenced block left the fence open, so all that followed in the prompt read as
+    code: every fence the context opens it closes, and the cut marker is outside the block."""
+    code = "\n".join(f"    call_{i}(arg, other, third)" for i in range(30))
+    fence = opener.rstrip("python")
+    long = " ".join(["Prose word"] * prose) + f"\n\n{opener}\n{code}\n{fence}\n\nAfter the block.\n"
+    ctx = build_context([_hit(1, "n", 0, len(long) - 1, 1, long)], budget, WordCounter(), fulltexts={"n": long})
+    assert ctx.tokens <= budget
+    fences = [line for line in ctx.text.splitlines() if line.strip().startswith(("```", "~~~"))]
+    assert len(fences) % 2 == 0, ctx.text
+    if ctx.citations and ctx.citations[0].truncated:
+        assert ctx.text.endswith("…") and not ctx.text.endswith(f"{fence} …")
 
 
 def test_context_without_fulltext_keeps_hits_separate() -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..embedding import Embedder
 from ..store import Store
+from ..text import fence_opener, fence_spans
 
 if TYPE_CHECKING:  # searcher imports this module; Hit is only an annotation here
     from .searcher import Hit
@@ -207,7 +208,7 @@ def _fit(head: str, text: str, budget: int, tokenizer: TokenCounter) -> str | No
         lo, hi, found = 0, len(points) - 1, None
         while lo <= hi:
             mid = (lo + hi) // 2
-            if tokenizer.count(f"{head}\n{text[:points[mid]].rstrip()} …") <= budget:
+            if tokenizer.count(f"{head}\n{_cut(text, points[mid])}") <= budget:
                 found, lo = points[mid], mid + 1
             else:
                 hi = mid - 1
@@ -220,9 +221,22 @@ def _fit(head: str, text: str, budget: int, tokenizer: TokenCounter) -> str | No
         at = by_word
     if at is None:
         return None
-    piece = text[:at].rstrip()
-    if tokenizer.count(piece) < _MIN_PASSAGE_TOKENS:
+    if tokenizer.count(text[:at].rstrip()) < _MIN_PASSAGE_TOKENS:
         return None
+    return _cut(text, at)
+
+
+def _cut(text: str, at: int) -> str:
+    """`text[:at]` with the cut marked, and a code fence the cut leaves open closed again.
+
+    Why: a passage cut inside a fenced block left an unclosed fence, so everything after it in the
+    LLM's prompt (the next passages, the question) read as code. The marker goes after the fence.
+    """
+    piece = text[:at].rstrip()
+    for span in fence_spans(text):
+        if span.start < at < span.end:
+            fence = fence_opener(text[span.start:span.inner_start].rstrip("\r\n")) or "```"
+            return f"{piece}\n{fence}\n…"
     return f"{piece} …"
 
 
