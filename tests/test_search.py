@@ -819,3 +819,38 @@ def test_the_searcher_matches_titles_and_aliases_of_the_store(tmp_path: Path) ->
         assert hits[0].note_id == by_title["Chunking"] and "title" in hits[0].via
     finally:
         store.close()
+
+
+def test_a_tag_filter_finds_its_nested_tags_as_obsidian_does(tmp_path: Path) -> None:
+    """`--tag topic` found nothing tagged `topic/chunking`; Obsidian's tag search finds nested tags,
+    ignoring case. A tag never matches a mere prefix of another (`top` is not `topic`)."""
+    vault = write_vault(tmp_path / "vault", {
+        "a.md": "---\ntags: [topic/chunking]\n---\n# A\n\ncompost heaps and soil\n",
+        "b.md": "---\ntags: [Topic]\n---\n# B\n\ncompost heaps and soil\n",
+        "c.md": "---\ntags: [topical, other/topic]\n---\n# C\n\ncompost heaps and soil\n",
+    })
+    settings = _settings(tmp_path / "store")
+    embedder = FakeEmbedder()
+    store = _open(vault, settings, embedder)
+    try:
+        searcher = Searcher(store, embedder, settings)
+
+        def found(*tags: str) -> set[str]:
+            return {h.note_id for h in searcher.search("compost", k=10, filters=SearchFilters(tags=tags))}
+
+        assert found("topic") == {"a", "b"}
+        assert found("#topic") == {"a", "b"}
+        assert found("topic/chunking") == {"a"}
+        assert found("top") == set()
+        assert found("topic", "other") == set()  # all tags must hold, each with its nested ones
+        assert found("other") == {"c"}
+    finally:
+        store.close()
+
+
+def test_nested_tags_keeps_the_tag_first_and_only_whole_segments() -> None:
+    from mindnet.search.filters import nested_tags
+
+    assert nested_tags("topic", ["topic/b", "topical", "Topic", "x/topic", "topic/a/deep"]) == (
+        "topic", "Topic", "topic/a/deep", "topic/b")
+    assert nested_tags("gone", ["topic"]) == ("gone",)

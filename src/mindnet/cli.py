@@ -341,7 +341,8 @@ def _check_date(flag: str, value: str | None) -> None:
 
 
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Only notes of this type (repeatable).")]
-TagOpt = Annotated[list[str] | None, typer.Option("--tag", help="Only notes with this tag (repeatable: all).")]
+TagOpt = Annotated[list[str] | None, typer.Option(
+    "--tag", help="Only notes with this tag or one nested in it (repeatable: all).")]
 AreaOpt = Annotated[str | None, typer.Option("--area", help="Only notes of this area.")]
 ProjectOpt = Annotated[str | None, typer.Option("--project", help="Only notes of this project.")]
 LangOpt = Annotated[str | None, typer.Option("--lang", help="Only chunks in this language (de, en).")]

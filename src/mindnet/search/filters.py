@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..errors import MindnetError
@@ -35,6 +36,14 @@ def check_date(name: str, value: str | None) -> None:
         raise MindnetError(f"{name} needs an ISO date such as 2025-09-03 or 2025-09-03T10:00, not {value!r}") from None
 
 
+def nested_tags(tag: str, stored: Iterable[str]) -> tuple[str, ...]:
+    """`tag` and every stored tag nested below it (`topic` -> `topic/chunking`), compared ignoring case
+    and a leading `#`; `tag` itself first, so a store that does not hold it still gets an exact match."""
+    wanted = tag.lstrip("#").casefold()
+    below = sorted(t for t in stored if t.casefold() == wanted or t.casefold().startswith(f"{wanted}/"))
+    return tuple(dict.fromkeys([tag, *below]))
+
+
 @dataclass(frozen=True, slots=True)
 class SearchFilters:
     """What a result must satisfy (R22); every given field must hold, empty fields are ignored."""
@@ -42,7 +51,8 @@ class SearchFilters:
     type: tuple[str, ...] = ()
     """Note types; a chunk of any of them matches."""
     tags: tuple[str, ...] = ()
-    """Tags that must *all* be on the note: adding a tag narrows the search, as in Obsidian."""
+    """Tags that must *all* be on the note: adding a tag narrows the search, as in Obsidian. A tag
+    also matches its nested tags (`topic` finds `topic/chunking`) once `to_filter` is told them."""
     area: str | None = None
     project: str | None = None
     lang: str | None = None
@@ -60,12 +70,19 @@ class SearchFilters:
         check_date("created_from", self.created_from)
         check_date("created_to", self.created_to)
 
-    def to_filter(self) -> Filter | None:
-        """The store's neutral `Filter`, or None when nothing is restricted."""
+    def to_filter(self, stored_tags: Iterable[str] = ()) -> Filter | None:
+        """The store's neutral `Filter`, or None when nothing is restricted.
+
+        `stored_tags` are the tags the store holds: each wanted tag then matches any of them that is
+        the tag itself or nested below it, ignoring case, as Obsidian's tag search does.
+        """
         must: list[Condition] = []
         if self.type:
             must.append(AnyOf("type", tuple(self.type)))
-        must.extend(Equals("tags", tag) for tag in self.tags)
+        known = tuple(stored_tags)
+        for tag in self.tags:
+            variants = nested_tags(tag, known)
+            must.append(AnyOf("tags", variants) if len(variants) > 1 else Equals("tags", variants[0]))
         for name in ("area", "project", "lang"):
             value = getattr(self, name)
             if value:
@@ -85,4 +102,4 @@ class SearchFilters:
         return Filter(must=tuple(must)) if must else None
 
 
-__all__ = ["ISO_DATE", "SearchFilters", "check_date"]
+__all__ = ["ISO_DATE", "SearchFilters", "check_date", "nested_tags"]

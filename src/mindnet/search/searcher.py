@@ -201,7 +201,7 @@ class Searcher:
         query = query.strip()
         if not query:
             return []
-        flt = filters.to_filter() if filters else None
+        flt = filters.to_filter(self.store.facet("chunks", "tags") if filters.tags else ()) if filters else None
         t = self.tuning
         # by_note needs more chunks than notes wanted: a good note often brings several chunks.
         pool = max(4 * k, t.candidates) * (3 if by_note else 1)
