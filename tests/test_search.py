@@ -854,3 +854,10 @@ def test_nested_tags_keeps_the_tag_first_and_only_whole_segments() -> None:
     assert nested_tags("topic", ["topic/b", "topical", "Topic", "x/topic", "topic/a/deep"]) == (
         "topic", "Topic", "topic/a/deep", "topic/b")
     assert nested_tags("gone", ["topic"]) == ("gone",)
+
+
+def test_a_language_filter_outside_the_vault_languages_is_an_error(searcher: Searcher) -> None:
+    """`--lang fr` in a de/en vault answered "no results", as if French notes had been searched."""
+    with pytest.raises(MindnetError, match=r"^lang 'fr' is not a vault language \(de, en\)"):
+        searcher.search("compost", filters=SearchFilters(lang="fr"))
+    assert searcher.search("compost", filters=SearchFilters(lang="en"))

@@ -201,6 +201,10 @@ class Searcher:
         query = query.strip()
         if not query:
             return []
+        if filters and filters.lang and filters.lang not in self.settings.languages:
+            # every chunk's language is detected among the vault's, so this filter could only answer nothing
+            raise MindnetError(f"lang {filters.lang!r} is not a vault language ({', '.join(self.settings.languages)}); "
+                               "chunks are detected among those only (setting `languages`)")
         flt = filters.to_filter(self.store.facet("chunks", "tags") if filters.tags else ()) if filters else None
         t = self.tuning
         # by_note needs more chunks than notes wanted: a good note often brings several chunks.
