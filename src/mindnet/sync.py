@@ -919,9 +919,11 @@ class ChunkWriter:
             self.store.flush()
         for done, vectors in self._ahead.drain():
             self._write(done, vectors)
-        hits, misses = (now - before for now, before in zip(_embedder_counts(self.embedder), self._before, strict=True))
+        _, misses = (now - before for now, before in zip(_embedder_counts(self.embedder), self._before, strict=True))
         self.summary.chunks_embedded += misses
-        self.summary.chunks_reused += hits
+        # Written without a model call: the cache's hits overcount them, since a batch embedded while the
+        # vault was read and then sent again (one of its notes got another id) hits the cache a second time.
+        self.summary.chunks_reused = max(0, self.summary.chunks_written - self.summary.chunks_embedded)
         self.summary.encoder_threads = _encoder_threads(self.embedder)
         assert not (self._points or self._waiting), "every rewritten note's point is written after its chunks"
 
