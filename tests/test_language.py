@@ -156,3 +156,31 @@ def test_dfa_memory_is_zero_for_an_automaton_that_never_forgets() -> None:
     nextmove[:256] = nextmove[256:] = 0
     nextmove[0] = nextmove[256] = 1
     assert language.dfa_memory(nextmove, rows) == 1
+
+
+def test_installs_of_the_same_model_share_one_copy_and_stale_copies_go(tmp_path: Path) -> None:
+    """A copy per install (keyed by the packaged file's mtime) left 68 MB behind each time: the copy is
+    keyed by content, and making one removes older copies and crashed runs' temporaries."""
+    import os
+    import time
+
+    from py3langid.langid import MODEL_DIR, MODEL_FILE
+
+    root = tmp_path / "cache"
+    old = root / "langid-2-4586720-1796116007980374711"
+    (old / "sub").mkdir(parents=True)
+    crashed = root / "langid-2-abc.tmp1234"
+    crashed.mkdir()
+    os.utime(crashed, (time.time() - 7200, time.time() - 7200))
+    writing = root / "langid-2-def.tmp5678"
+    writing.mkdir()  # fresh: another process may be writing it
+    unrelated = root / "other-tool"
+    unrelated.mkdir()
+    installs = []
+    for name in ("venv-a", "venv-b"):
+        packaged = tmp_path / name / MODEL_FILE
+        packaged.parent.mkdir(parents=True)
+        packaged.write_bytes((MODEL_DIR / MODEL_FILE).read_bytes())  # same bytes, another path and mtime
+        installs.append(language._unpacked_model(packaged, root))
+    assert installs[0] is not None and installs[0] == installs[1]
+    assert sorted(p.name for p in root.iterdir()) == sorted([installs[0].name, writing.name, unrelated.name])

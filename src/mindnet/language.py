@@ -234,7 +234,12 @@ _TYPECODES = {2: "H", 4: "I", 8: "Q"}
 
 
 def _unpacked_model(packaged: Path, root: Path) -> Path | None:
-    """`root/langid-2-<size>-<mtime>/`, unpacked on first use; None if it cannot be written."""
+    """`root/langid-2-<content hash>/`, unpacked on first use; None if it cannot be written.
+
+    Named by the packaged file's content, not its path or mtime: every virtualenv installs the same
+    model with a new mtime, and a copy per install left 68 MB behind each time (55 copies, 3.5 GB on
+    one machine). A new copy removes the others (`_prune_copies`).
+    """
     import io
     import lzma
     import shutil
@@ -243,8 +248,7 @@ def _unpacked_model(packaged: Path, root: Path) -> Path | None:
     import numpy as np
 
     try:
-        st = packaged.stat()
-        copy = root / f"langid-{_COPY_FORMAT}-{st.st_size}-{st.st_mtime_ns}"
+        copy = root / f"langid-{_COPY_FORMAT}-{_content_key(packaged)}"
         if copy.is_dir():
             return copy
         root.mkdir(parents=True, exist_ok=True)
@@ -260,9 +264,41 @@ def _unpacked_model(packaged: Path, root: Path) -> Path | None:
             os.rename(tmp, copy)  # atomic: a concurrent process sees no copy or a whole one
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)  # another process was first
+        _prune_copies(root, keep=copy)
         return copy if copy.is_dir() else None
     except (OSError, RuntimeError, ValueError, KeyError, lzma.LZMAError):
         return None
+
+
+def _content_key(packaged: Path) -> str:
+    """A short hash of the packaged model (4.6 MB, ~5 ms): the same model in every install gets one copy."""
+    import hashlib
+
+    return hashlib.blake2b(packaged.read_bytes(), digest_size=10).hexdigest()
+
+
+_STALE_TMP_SECONDS = 3600.0
+"""A half-written copy older than this is a crashed run's, not a concurrent one's."""
+
+
+def _prune_copies(root: Path, keep: Path) -> None:
+    """Remove the other unpacked copies (older models, older formats, per-install copies of earlier
+    releases) and crashed runs' temporaries. A process that still reads one falls back to the packaged
+    model if its files vanish (`_langid_model`), so removing never breaks detection."""
+    import shutil
+    import time
+
+    now = time.time()
+    for other in root.glob("langid-*"):
+        if other == keep or not other.is_dir() or other.is_symlink():
+            continue
+        try:
+            half_written = "." in other.name
+            if half_written and now - other.stat().st_mtime < _STALE_TMP_SECONDS:
+                continue  # another process may be writing it right now
+        except OSError:
+            continue
+        shutil.rmtree(other, ignore_errors=True)
 
 
 def _read_array(folder: Path, name: str) -> Any:
