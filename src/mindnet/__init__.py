@@ -26,7 +26,7 @@ _EXPORTS: dict[str, str] = {
     "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "reading",
     "MAX_GRAPH_DEPTH": "reading", "vault_relative": "api",
     "Hit": "search", "Context": "search", "Citation": "search", "SearchFilters": "search", "MODES": "search",
-    "snippet": "search",
+    "snippet": "search", "check_date": "search",
     # settings and errors
     "Settings": "config", "load_settings": "config", "store_dir": "config", "prepare_store_dir": "config",
     "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors", "InputError": "errors",
@@ -74,6 +74,7 @@ __all__ = [
     "Vault",
     "VaultNotFoundError",
     "VaultResult",
+    "check_date",
     "chunk_jobs",
     "chunk_note",
     "chunk_payload",
@@ -141,7 +142,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from .lint import summary_line as lint_summary_line
     from .points import chunk_payload
     from .reading import GRAPH_VIEWS, MAX_GRAPH_DEPTH, Vault, chunk_jobs, ndjson, note_from_text
-    from .search import MODES, Citation, Context, Hit, SearchFilters, snippet
+    from .search import MODES, Citation, Context, Hit, SearchFilters, check_date, snippet
     from .service import Resident
     from .sync import ImportSummary, Progress
     from .vault import Note, NoteProblem, VaultResult, read_vault

@@ -335,7 +335,7 @@ def _check_query(query: str) -> None:
 
 def _check_date(flag: str, value: str | None) -> None:
     """Refuse a date the store cannot read under the flag's name, before a store or server is opened."""
-    from .search.filters import check_date
+    from . import check_date
 
     check_date(flag, value)
 

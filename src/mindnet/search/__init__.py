@@ -11,7 +11,7 @@ The names are re-exported here, so `from mindnet.search import Searcher` keeps w
 
 from ..points import DENSE_VECTOR, E5_VECTOR
 from .context import Citation, Context, TokenCounter, build_context, note_fulltexts
-from .filters import SearchFilters
+from .filters import SearchFilters, check_date
 from .fusion import (
     CandidateLists,
     FeedbackSearch,
@@ -47,6 +47,7 @@ __all__ = [
     "add_title_list",
     "best_per_note",
     "build_context",
+    "check_date",
     "feedback_query",
     "fuse",
     "fuse_hits",
