@@ -250,7 +250,7 @@ class NoteTokens:
         # start of its input, so over a whole note rounding flips near-ties ("▁Screen shots" where the
         # chunk alone gives "▁S creenshot s"). Lines keep every sum as short as in a chunk of its own.
         lines = self._tokenizer.processor.encode(text.split("\n"), num_threads=1)
-        ids = np.fromiter(itertools.chain.from_iterable(lines), dtype=np.int64)
+        ids = np.fromiter(itertools.chain.from_iterable(lines), dtype=np.int64, count=sum(map(len, lines)))
         if (ids == _UNK_ID).any():
             return False
         codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
