@@ -7,6 +7,8 @@ best of `--rounds` passes of process CPU time, and the stages are printed beside
 `chunk_note` and the floor (one pyromark parse + one sentencepiece pass) of the same notes.
 
 Stages nest: an indented row is part of the row above it, so the rows do not add up to the total.
+`events_with_range` returns a lazy iterator, so the floor (as `chunking.py` times it) never builds the
+events' Python objects that any Python reader of the parse must build; the `iterated` row shows that cost.
 The `inside` rows are measured by recording the calls a stage makes on one pass and replaying them.
 
     .venv/bin/python bench/chunk_stages.py [--limit 600] [--rounds 3] [--corpus DIR]
@@ -120,6 +122,17 @@ def stages(notes: Sequence[Note], settings: Settings, tok: Tokenizer) -> list[tu
         for p, ss in zip(parsed, spans, strict=True):
             [p.tokens.count(s.char_start, s.char_end) for s in ss]
 
+    def heads_pass() -> None:
+        # `base._heads` (heads from the note's pass where exact) where this checkout has it, else the
+        # encoder for every chunk, as finalize did before it.
+        heads = getattr(base, "_heads", None)
+        cold()
+        for p, ss, ts, cs in zip(parsed, spans, texts, counts, strict=True):
+            if heads is None:
+                tok.head_ids_many(ts, STABLE_KEY_TOKENS, cs)
+            else:
+                heads(tok, p.tokens, ss, ts, cs)
+
     lang = settings.languages
     leaves_calls = recorded(structure, "_leaves", structure_pass)
     sentence_calls = recorded(structure, "sentence_spans", structure_pass)
@@ -128,7 +141,9 @@ def stages(notes: Sequence[Note], settings: Settings, tok: Tokenizer) -> list[tu
     return [
         ("floor: pyromark events + sp.encode(body)", each(lambda i: (
             parser.events_with_range(bodies[i], merge_text=True), sp.encode(bodies[i])))),
-        ("  pyromark events_with_range", each(lambda i: parser.events_with_range(bodies[i], merge_text=True))),
+        ("  pyromark events_with_range (lazy, as the floor)", each(
+            lambda i: parser.events_with_range(bodies[i], merge_text=True))),
+        ("  pyromark events, iterated", each(lambda i: list(parser.events_with_range(bodies[i], merge_text=True)))),
         ("  sp.encode(body)", each(lambda i: sp.encode(bodies[i]))),
         ("chunk_note (structure, no links)", each(lambda i: chunk_note(notes[i], settings, None, tok))),
         ("chunk_note, collector on (as in chunking.py)", each(lambda i: chunk_note(notes[i], settings, None, tok))),
@@ -149,7 +164,7 @@ def stages(notes: Sequence[Note], settings: Settings, tok: Tokenizer) -> list[tu
             normalise(bodies[i][s.char_start : s.char_end]) for s in spans[i]])),
         ("    chunk counts", counts_pass),
         ("    chunk_languages", each(lambda i: chunk_languages(texts[i], notes[i].lang, lang, settings.cache_dir))),
-        ("    head_ids_many", each(lambda i: tok.head_ids_many(texts[i], STABLE_KEY_TOKENS, counts[i]))),
+        ("    stable-key heads", heads_pass),
         ("    line_starts", each(lambda i: line_starts(bodies[i]))),
         ("    text hashes", each(lambda i: [content_hash(t) for t in texts[i]])),
         ("    section fields (headings)", each(lambda i: _headings(parsed[i].blocks, spans[i]))),
