@@ -627,13 +627,12 @@ def _gaps(text: str, start: int, end: int, starts: list[int]) -> Iterator[Block]
 def _block(text: str, starts: list[int], raw: _Raw, span: tuple[int, int]) -> Block:
     """Build the record for one trimmed top-level span."""
     start, end = span
-    source = text[start:end]
     title = ""
     callout = None
     if raw.kind == "heading":
-        title = _heading_title(source)
+        title = _heading_title(text[start:end])
     elif raw.kind == "blockquote":
-        first = source.split("\n", 1)[0].split("\r", 1)[0]
+        first = text[start:end].split("\n", 1)[0].split("\r", 1)[0]
         m = _CALLOUT.match(first)
         if m:
             callout = m.group(1).lower()

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import corpus
-from mindnet.chunking.sentences import WORD, sentence_spans, word_spans
+from mindnet.chunking.sentences import WORD, _trimmed, sentence_spans, word_spans
 
 GOLD: list[tuple[str, str, list[str]]] = [
     # German ordinals
@@ -241,3 +241,31 @@ def test_segments_are_found_when_sentencex_offsets_do_not_slice_back(monkeypatch
     monkeypatch.setattr(sentences, "get_sentence_boundaries", byte_offsets)
     text = "Größe 😀 ist gut. Öl ist teuer! Ende."
     assert [text[a:b] for a, b in sentence_spans(text)] == ["Größe 😀 ist gut.", "Öl ist teuer!", "Ende."]
+
+
+def _walked(text: str, cuts: list[int]) -> list[tuple[int, int]]:
+    """The slow path `_trimmed` replaces for uncut text: walk in from both ends of every piece."""
+    spans = []
+    for start, end in itertools.pairwise([0, *cuts, len(text)]):
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end:
+            spans.append((start, end))
+    return spans
+
+
+_SPACEY = st.text(
+    alphabet=st.sampled_from([*"ab.Ä😀 \t\n\r\x0b\x0c\x1c\x1d\x85", "\u00a0", "\u2028", "\u3000", "\u200b"]),
+    max_size=40,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_SPACEY, cuts=st.lists(st.integers(0, 40), max_size=4))
+def test_trimmed_strips_exactly_what_the_walk_strips(text: str, cuts: list[int]) -> None:
+    """`str.strip` and `str.isspace` agree on every character (NBSP, U+2028, U+001C, U+0085, CRLF, empty)."""
+    points = sorted({c for c in cuts if 0 < c < len(text)})
+    assert _trimmed(text, points) == _walked(text, points)
+    assert _trimmed(text, []) == _walked(text, [])

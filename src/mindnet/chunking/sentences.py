@@ -134,20 +134,39 @@ def sentence_spans(text: str, lang: str = "de") -> list[Span]:
         non-whitespace character, together covering every non-whitespace character of `text`.
         Never cut inside `[[…]]`, inline code, a URL or a Markdown link.
     """
-    cuts = {m.end() for m in _PARAGRAPH_BREAK.finditer(text)}
+    # Most paragraphs are one line: a blank line needs a line break, so the scan runs only where one is.
+    cuts = {m.end() for m in _PARAGRAPH_BREAK.finditer(text)} if "\n" in text or "\r" in text else set()
+    found = _sentencex_cuts(text, lang)
+    if found:
+        cuts.update(_kept_cuts(text, found))
+    return _trimmed(text, sorted(cuts))
+
+
+def _kept_cuts(text: str, found: list[int]) -> list[int]:
+    """The sentencex cuts no rule vetoes; the protected regions are found only for a text that has cuts
+    to judge (half the paragraphs and list items are one sentence)."""
     protected = _protected_regions(text)
     starts = [s for s, _ in protected]
     reach = list(accumulate((e for _, e in protected), max))
+    kept: list[int] = []
     gap = (-1, -1, True)  # the last whitespace gap judged: sentencex cuts inside one gap share a verdict
-    for cut in _sentencex_cuts(text, lang):
+    for cut in found:
         if not gap[0] <= cut <= gap[1]:
             end, begin = _gap_around(text, cut)
             gap = (end, begin, _vetoed(text, end, begin, starts, reach))
         if not gap[2]:
-            cuts.add(cut)
+            kept.append(cut)
+    return kept
+
+
+def _trimmed(text: str, cuts: list[int]) -> list[Span]:
+    """The non-blank pieces between sorted cuts, stripped of whitespace (`str.strip` strips exactly what
+    `str.isspace` calls whitespace, so an uncut text is one strip instead of a walk from each end)."""
+    if not cuts:
+        start, end = len(text) - len(text.lstrip()), len(text.rstrip())
+        return [(start, end)] if start < end else []
     spans: list[Span] = []
-    bounds = [0, *sorted(cuts), len(text)]
-    for start, end in pairwise(bounds):
+    for start, end in pairwise([0, *cuts, len(text)]):
         while start < end and text[start].isspace():
             start += 1
         while end > start and text[end - 1].isspace():

@@ -387,7 +387,7 @@ def _list_leaves(masked: str, block: Block, lang: str) -> tuple[list[Leaf], list
                 code = _FENCE_LINE.search(masked, s, e) is not None
                 leaves.append(Leaf(s, e, "item", code=code, block=block))
             continue
-        for i, (s, e) in enumerate(item_units(masked, item, lang)):
+        for i, (s, e) in enumerate(_item_sentences(masked, item, lang)):
             if i:
                 bounds.append(SENT)
             leaves.append(Leaf(s, e, "sentence", unit_start=i == 0, item=item.char_start, block=block))
@@ -409,6 +409,11 @@ def item_units(masked: str, item: Block, lang: str) -> list[tuple[int, int]]:
     """
     if _is_structured(masked, item):
         return [(item.char_start, item.char_end)]
+    return _item_sentences(masked, item, lang)
+
+
+def _item_sentences(masked: str, item: Block, lang: str) -> list[tuple[int, int]]:
+    """`item_units` of an item already known to be plain prose (`_list_leaves` has just checked)."""
     marker = _ITEM_MARKER.match(masked, item.char_start, item.char_end)
     text_start = marker.end() if marker else item.char_start
     spans = _sentences(masked, text_start, item.char_end, lang)
