@@ -14,25 +14,14 @@ from typing import Any
 import pytest
 
 import mindnet
+from cli_run import one_note_vault, run
 from mindnet import ImportSummary, cli
 from mindnet.api import Index
 
 
-def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as done:
-        cli.main(list(args))
-    captured = capsys.readouterr()
-    return int(done.value.code or 0), captured.out, captured.err
-
-
 @pytest.fixture
 def vault(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("MINDNET_STRICT", "MINDNET_STORE", "MINDNET_QDRANT_URL", "MINDNET_DEBUG"):
-        monkeypatch.delenv(name, raising=False)
-    root = tmp_path / "vault"
-    root.mkdir()
-    (root / "a.md").write_text("# A\n\ntext\n", encoding="utf-8")
-    return root
+    return one_note_vault(tmp_path, monkeypatch)
 
 
 def record(monkeypatch: pytest.MonkeyPatch, target: Any, name: str, result: Callable[[], Any]) -> list[dict[str, Any]]:
