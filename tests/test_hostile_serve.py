@@ -5,11 +5,14 @@ foreign origins), kept so the fix stays.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mindnet import MindnetError, SearchFilters
+from fakes import FakeEmbedder
+from mindnet import MAX_QUERIES, MAX_QUERY_CHARS, Index, MindnetError, NotFoundError, SearchFilters
 from mindnet.store.embedded import _edge_filter
 
 DATE_LIKE = st.from_regex(
@@ -30,3 +33,56 @@ def test_a_date_bound_is_refused_in_words_or_parsed_by_the_store(value: str, upp
     flt = filters.to_filter()
     if flt is not None:
         _edge_filter(flt)  # Qdrant Edge's own parser: raised ValueError for `yesterday`, `20240101`, `2024-13-45`
+
+
+# -- the API's own bounds: every interface (HTTP, MCP, CLI) gets them from `Index` -----------------------------
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
+    root = tmp_path_factory.mktemp("bounds") / "vault"
+    root.mkdir()
+    (root / "a.md").write_text("# Alpha\n\nAlpha links to [[b]] about rank fusion.\n\n## Part\n\nMore.\n",
+                               encoding="utf-8")
+    (root / "b.md").write_text("# Beta\n\nBeta explains rank fusion and scores.\n", encoding="utf-8")
+    (tmp_path_factory.getbasetemp() / "secret.md").write_text("# Secret\n\nOutside.\n", encoding="utf-8")
+    with Index(root, embedder=FakeEmbedder()) as opened:
+        opened.import_vault()
+        yield opened
+
+
+def test_a_query_over_the_bound_is_refused_by_every_entry_point(index: Index) -> None:
+    """The MCP search tool had no bound: 200,000 characters were searched and echoed (400 KB back)."""
+    too_long = "fusion " * (MAX_QUERY_CHARS // 7 + 1)
+    for call in (lambda: index.search(too_long), lambda: index.search_many(["rank", too_long]),
+                 lambda: index.context(too_long)):
+        with pytest.raises(MindnetError, match=f"at most {MAX_QUERY_CHARS} characters"):
+            call()
+    with pytest.raises(MindnetError, match=f"at most {MAX_QUERIES} queries"):
+        index.search_many(["rank"] * (MAX_QUERIES + 1))
+    assert index.search("rank fusion " * (MAX_QUERY_CHARS // 12), k=1)  # at the bound it still searches
+
+
+def test_a_section_name_over_the_bound_is_refused_not_echoed(index: Index) -> None:
+    """A 500,000-character section came back inside the 'no section' message."""
+    with pytest.raises(MindnetError, match="section name may have at most") as caught:
+        index.read("a", section="x" * 500_000)
+    assert len(str(caught.value)) < 200
+    assert index.read("a", section="Part")["text"].endswith("More.")
+
+
+@pytest.mark.parametrize("ref", ["../secret.md", "../secret", "/etc/passwd", "sub\\..\\..\\secret.md", "a\x00"])
+def test_the_graph_refuses_a_ref_leaving_the_vault_as_note_and_read_do(index: Index, ref: str) -> None:
+    """`graph` alone answered `../secret.md` with 'no note' and the vault's closest names."""
+    for call in (index.graph, index.note, index.read):
+        with pytest.raises(MindnetError) as caught:
+            call(ref)
+        assert not isinstance(caught.value, NotFoundError), call
+    with pytest.raises(MindnetError, match="at most"):
+        index.graph("x" * 1_001)
+
+
+def test_the_mcp_schema_says_the_api_bound() -> None:
+    from mindnet.mcp.tools import MAX_QUERIES as TOOL_QUERIES
+
+    assert TOOL_QUERIES == MAX_QUERIES

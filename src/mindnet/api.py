@@ -68,12 +68,22 @@ from .sync import (
 )
 from .text import line_of, line_starts
 
+MAX_QUERY_CHARS = 2_000
+"""Longest query a search or a context takes: far beyond a question, short of a pasted note."""
+MAX_QUERIES = 8
+"""Most wordings `search_many` fuses."""
+MAX_REF_CHARS = 1_000
+"""Longest note reference or section name; the closest-name search on a miss costs this times the vault."""
+
 
 def vault_relative(ref: str) -> str:
     """`ref` unchanged when it cannot name a place outside the vault; else a `MindnetError`.
 
-    A note reference is an id, a title or a vault-relative path: never absolute, never `..`.
+    A note reference is an id, a title or a vault-relative path: never absolute, never `..`,
+    and no longer than `MAX_REF_CHARS` (every interface gets the same bound from here).
     """
+    if len(ref) > MAX_REF_CHARS:
+        raise MindnetError(f"a note reference may have at most {MAX_REF_CHARS} characters, not {len(ref)}")
     if "\x00" in ref or ref.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", ref):
         raise MindnetError(f"{ref!r}: give a vault-relative path, a note id or a title (no absolute paths)")
     if ".." in re.split(r"[\\/]", ref):
@@ -110,6 +120,17 @@ def section_paths(sections: list[dict[str, Any]], last_line: int) -> list[dict[s
         if later:
             s["end_line"] = max(s["line"], later[0])
     return out
+
+
+def checked_query(query: str) -> str:
+    """`query` when a search may take it; the bound holds for the API, so the CLI, HTTP and MCP share it.
+
+    An MCP agent once sent 200,000 characters: every list embedded and scored them, and the
+    answer echoed them back twice.
+    """
+    if len(query) > MAX_QUERY_CHARS:
+        raise MindnetError(f"a query may have at most {MAX_QUERY_CHARS} characters, not {len(query)}")
+    return query
 
 
 def _lines(text: str, starts: list[int], first: int, last: int) -> str:
@@ -364,6 +385,7 @@ class Index:
         """
         if not 1 <= depth <= MAX_GRAPH_DEPTH:
             raise MindnetError(f"depth must be between 1 and {MAX_GRAPH_DEPTH}, not {depth}")
+        vault_relative(ref)
         if not self.has_store():
             if depth != 1:
                 raise MindnetError("a graph walk deeper than one hop needs an imported vault")
@@ -458,6 +480,8 @@ class Index:
         """
         if section is not None and lines is not None:
             raise MindnetError("give a section or a line range, not both")
+        if section is not None and len(section) > MAX_REF_CHARS:
+            raise MindnetError(f"a section name may have at most {MAX_REF_CHARS} characters, not {len(section)}")
         found = self.note(ref)
         note, fulltext = found["note"], found["fulltext"]
         first = int(note.get("body_line", 1))
@@ -550,7 +574,7 @@ class Index:
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note)."""
-        return self.searcher().search(query, **options)
+        return self.searcher().search(checked_query(query), **options)
 
     def search_many(self, queries: Sequence[str], *, k: int = 10, **options: Any) -> list[Hit]:
         """Hits for one query, or for several wordings of one question fused by rank (`fuse_hits`).
@@ -558,7 +582,9 @@ class Index:
         Each query is searched with the same options; an agent that is unsure how the notes
         phrase a thing can ask in two languages or two wordings at once.
         """
-        wanted = [q for q in queries if q.strip()]
+        if len(queries) > MAX_QUERIES:
+            raise MindnetError(f"give at most {MAX_QUERIES} queries, not {len(queries)}")
+        wanted = [checked_query(q) for q in queries if q.strip()]
         if not wanted:
             raise MindnetError("give at least one non-empty query")
         lists = [self.search(q, k=k, **options) for q in wanted]
@@ -569,7 +595,8 @@ class Index:
     def context(self, query: str, *, budget: int = 2000, k: int = 12, **options: Any) -> Context:
         """A token-budgeted LLM context with citations for a query (R23)."""
         searcher = self.searcher()
-        return searcher.build_context(searcher.search(query, k=k, **options), budget, default_tokenizer())
+        return searcher.build_context(searcher.search(checked_query(query), k=k, **options), budget,
+                                      default_tokenizer())
 
     def migrate(self, url: str, *, api_key: str | None = None, progress: Progress | None = None) -> dict[str, int]:
         """Copy this vault's embedded store to a Qdrant server (`mindnet migrate --to URL`)."""

@@ -22,6 +22,9 @@ from fastapi.responses import JSONResponse
 from .. import (
     GRAPH_VIEWS,
     MAX_GRAPH_DEPTH,
+    MAX_QUERIES,
+    MAX_QUERY_CHARS,
+    MAX_REF_CHARS,
     MODES,
     MindnetError,
     NotFoundError,
@@ -37,8 +40,6 @@ log = logging.getLogger("mindnet.http")
 
 MAX_K = 100
 MAX_BUDGET = 32_000
-MAX_QUERY_CHARS = 2_000
-MAX_QUERIES = 8
 MAX_BODY_BYTES = 1 << 20
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -86,8 +87,6 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
             type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
             path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
         )
-        if any(len(one) > MAX_QUERY_CHARS for one in q):
-            raise MindnetError(f"q: a query may have at most {MAX_QUERY_CHARS} characters")
         hits = index.search_many(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note)
         return [dataclasses.asdict(h) for h in hits]
 
@@ -102,13 +101,13 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
         return dataclasses.asdict(index.context(query, budget=budget, k=k, mode=mode, expand=expand))
 
     @app.get("/api/note", summary="A note by id, vault-relative path or title: payload, text, sections, chunks")
-    def note(ref: Annotated[str, Query(min_length=1, max_length=1000)]) -> dict[str, Any]:
+    def note(ref: Annotated[str, Query(min_length=1, max_length=MAX_REF_CHARS)]) -> dict[str, Any]:
         return index.note(ref)
 
     @app.get("/api/read", summary="A note's text: whole, one section or a line range, with its file lines")
     def read(
-        ref: Annotated[str, Query(min_length=1, max_length=1000)],
-        section: Annotated[str | None, Query(max_length=1000)] = None,
+        ref: Annotated[str, Query(min_length=1, max_length=MAX_REF_CHARS)],
+        section: Annotated[str | None, Query(max_length=MAX_REF_CHARS)] = None,
         start: Annotated[int | None, Query(ge=1)] = None,
         end: Annotated[int | None, Query(ge=1)] = None,
     ) -> dict[str, Any]:
@@ -122,7 +121,7 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
 
     @app.get("/api/graph", summary="Links, backlinks or unresolved links of a note, up to a depth")
     def graph(
-        ref: Annotated[str, Query(min_length=1, max_length=1000)],
+        ref: Annotated[str, Query(min_length=1, max_length=MAX_REF_CHARS)],
         view: Annotated[str, Query(pattern="^(" + "|".join(GRAPH_VIEWS) + ")$")] = "neighbors",
         depth: Annotated[int, Query(ge=1, le=MAX_GRAPH_DEPTH)] = 1,
     ) -> list[dict[str, Any]]:
