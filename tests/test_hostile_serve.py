@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from fakes import FakeEmbedder
 from mindnet import MAX_QUERIES, MAX_QUERY_CHARS, Index, MindnetError, NotFoundError, SearchFilters
+from mindnet.api import SUGGEST_CHARS
 from mindnet.store.embedded import _edge_filter
 
 DATE_LIKE = st.from_regex(
@@ -86,3 +87,23 @@ def test_the_mcp_schema_says_the_api_bound() -> None:
     from mindnet.mcp.tools import MAX_QUERIES as TOOL_QUERIES
 
     assert TOOL_QUERIES == MAX_QUERIES
+
+
+def test_a_long_miss_compares_a_bounded_prefix(index: Index, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 1,000-character ref made the closest-name search cost 12 s per 10,000 notes (a step bound, no clock)."""
+    import difflib
+
+    import mindnet.api
+
+    compared: list[int] = []
+    real = difflib.SequenceMatcher
+
+    def counting(junk: object, a: str, b: str) -> difflib.SequenceMatcher[str]:
+        compared.append(len(a) * len(b))
+        return real(None, a, b)
+
+    monkeypatch.setattr(mindnet.api.difflib, "SequenceMatcher", counting)
+    with pytest.raises(NotFoundError) as caught:
+        index.note("alphx" * 200)
+    assert compared and max(compared) <= SUGGEST_CHARS * max(len("a.md"), len("Alpha"), len("Beta"))
+    assert caught.value.suggestions[0]["note_id"] == "a"  # the prefix still finds the likely note
