@@ -5,7 +5,10 @@ foreign origins), kept so the fix stays.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -14,6 +17,7 @@ from hypothesis import strategies as st
 from fakes import FakeEmbedder
 from mindnet import MAX_QUERIES, MAX_QUERY_CHARS, Index, MindnetError, NotFoundError, SearchFilters
 from mindnet.api import SUGGEST_CHARS
+from mindnet.server.app import MAX_BODY_BYTES, Guard, create_app
 from mindnet.store.embedded import _edge_filter
 
 DATE_LIKE = st.from_regex(
@@ -107,3 +111,79 @@ def test_a_long_miss_compares_a_bounded_prefix(index: Index, monkeypatch: pytest
         index.note("alphx" * 200)
     assert compared and max(compared) <= SUGGEST_CHARS * max(len("a.md"), len("Alpha"), len("Beta"))
     assert caught.value.suggestions[0]["note_id"] == "a"  # the prefix still finds the likely note
+
+
+# -- the HTTP guard and the error shape, driven in-process over ASGI (no socket) ---------------------------------
+
+
+async def _asgi(app: Any, method: str, path: str, headers: dict[str, str], body: list[bytes]) -> tuple[int, Any]:
+    """One request through an ASGI app: `body` as its chunks (more than one: sent as Transfer-Encoding: chunked)."""
+    raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": raw,
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 7341)}
+    messages = [{"type": "http.request", "body": part, "more_body": i < len(body) - 1} for i, part in enumerate(body)]
+    messages = messages or [{"type": "http.request", "body": b"", "more_body": False}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    data = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return status, json.loads(data) if data else None
+
+
+def request(app: Any, method: str, path: str, headers: dict[str, str] | None = None,
+            body: list[bytes] | None = None) -> tuple[int, Any]:
+    return asyncio.run(_asgi(app, method, path, {"host": "127.0.0.1:7341", **(headers or {})}, body or []))
+
+
+async def _echo(scope: Any, receive: Any, send: Any) -> None:
+    """An app that reads the whole body and says how long it was."""
+    size = 0
+    while True:
+        message = await receive()
+        size += len(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": json.dumps({"size": size}).encode()})
+
+
+def guarded(**options: Any) -> Guard:
+    return Guard(_echo, allowed_hosts=frozenset(), api_key=options.get("api_key"))
+
+
+CHUNKED = {"transfer-encoding": "chunked", "content-type": "application/json"}
+
+
+def test_an_oversized_chunked_body_is_a_413_before_the_app_reads_it() -> None:
+    """Failing the app's receive made FastAPI answer 400 'error parsing the body' and /mcp a bare 500."""
+    parts = [b" " * 65_536] * (MAX_BODY_BYTES // 65_536 + 2)
+    status, body = request(guarded(), "POST", "/mcp", CHUNKED, parts)
+    assert status == 413 and "request body over" in body["error"]
+    status, body = request(guarded(), "POST", "/mcp", CHUNKED, [b"{", b"}"])
+    assert (status, body) == (200, {"size": 2})  # a small chunked body reaches the app whole
+
+
+def test_every_error_of_the_api_is_one_error_object(index: Index) -> None:
+    """Routing's 404/405 and the 400 for an unparsable body said {"detail": ...}; the client reads "error"."""
+    from mindnet import Resident
+
+    resident = Resident(index.vault.root, index.settings, watch=False, e5=False, embedder=FakeEmbedder())
+    resident.index = index  # the module's open index: a second one may not open the store
+    app = create_app(resident)
+    json_body = {"content-type": "application/json"}
+    for method, path, headers, body, code in [
+        ("GET", "/api/no-such-route", {}, [], 404),
+        ("DELETE", "/api/search", {}, [], 405),
+        ("POST", "/api/context", json_body, [b"[" * 100_000 + b"]" * 100_000], 400),  # deeper than JSON parsers go
+        ("POST", "/api/context", json_body, [b'{"query": "\xff\xfe"}'], 400),  # not UTF-8
+    ]:
+        status, answer = request(app, method, path, headers, body)
+        assert status == code and set(answer) == {"error"} and answer["error"], (path, answer)

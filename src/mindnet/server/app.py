@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from .. import (
     GRAPH_VIEWS,
@@ -151,6 +152,11 @@ def _errors(app: FastAPI) -> None:
     async def bad_request(_request: Request, exc: MindnetError) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=400)
 
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        """Routing's 404/405 and FastAPI's own 400 for a body it cannot parse, in the shape of every other error."""
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
         parts = []
@@ -216,11 +222,13 @@ class Guard:
             await send(message)
 
         refusal = self._refusal(scope)
+        if refusal is None and any(k.lower() == b"transfer-encoding" for k, _ in scope.get("headers", ())):
+            receive, refusal = await _buffered(receive, MAX_BODY_BYTES)
         if refusal is not None:
             code, text = refusal
             await JSONResponse({"error": text}, status_code=code)(scope, receive, logged)
         else:
-            await self.app(scope, _limited(receive, scope, MAX_BODY_BYTES), logged)
+            await self.app(scope, receive, logged)
         # printable: the path is percent-decoded, so `%0a` in a URL would forge a line of the log
         log.info("%s %s %s %.1fms", scope["method"], printable(scope["path"]), status[0] if status else "-",
                  (time.perf_counter() - started) * 1000)
@@ -251,17 +259,33 @@ def _hostname(netloc: str) -> str:
     return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
 
 
-def _limited(receive: Receive, scope: Scope, limit: int) -> Receive:
-    """`receive` that fails a body (chunked, without Content-Length) once it passes `limit` bytes."""
+async def _buffered(receive: Receive, limit: int) -> tuple[Receive, tuple[int, str] | None]:
+    """A chunked body (no Content-Length to check) read here whole, or refused once it passes `limit`.
+
+    Failing the app's `receive` instead, as before, left the answer to whoever was parsing: FastAPI
+    said 400 'error parsing the body', the MCP endpoint a bare 500 with a traceback in the log.
+    Read here, an oversized body is one 413 like a too-long Content-Length, and the app receives
+    at most `limit` bytes, as one message.
+    """
+    parts: list[bytes] = []
     seen = 0
-
-    async def guarded() -> Message:
-        nonlocal seen
+    while True:
         message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                raise MindnetError(f"request body over {limit} bytes")
-        return message
+        if message["type"] != "http.request":  # the client left: the app hears it as it would have
+            return _replayed(message, receive), None
+        parts.append(bytes(message.get("body", b"")))
+        seen += len(parts[-1])
+        if seen > limit:
+            return receive, (413, f"request body over {limit} bytes")
+        if not message.get("more_body", False):
+            return _replayed({"type": "http.request", "body": b"".join(parts), "more_body": False}, receive), None
 
-    return guarded
+
+def _replayed(first: Message, receive: Receive) -> Receive:
+    """`receive` that returns `first` once, then what the connection sends (a disconnect)."""
+    pending = [first]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
