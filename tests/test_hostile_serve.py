@@ -187,3 +187,38 @@ def test_every_error_of_the_api_is_one_error_object(index: Index) -> None:
     ]:
         status, answer = request(app, method, path, headers, body)
         assert status == code and set(answer) == {"error"} and answer["error"], (path, answer)
+
+
+OWN = "127.0.0.1:7341"
+
+
+@given(st.one_of(st.text(st.characters(max_codepoint=255, exclude_characters="\r\n\x00"), max_size=40),
+                 st.sampled_from(["null", "http://127.0.0.1:3000", "http://localhost:7341", "http://[::1", "file://",
+                                  "http://127.0.0.1:7341.evil.io", f"http://{OWN}", f"HTTPS://{OWN}/"])))
+def test_only_the_servers_own_origin_may_send_a_request(origin: str) -> None:
+    """`null` (a sandboxed frame, a cross-site redirect) and other ports passed: a text/plain POST started an import."""
+    status, body = request(guarded(), "POST", "/api/import", {"origin": origin, "content-type": "text/plain"}, [b"x"])
+    own = origin.strip().lower().removesuffix("/") in (f"http://{OWN}", f"https://{OWN}")
+    assert status == (200 if own else 403), body
+    if not own:
+        assert body["error"].startswith("cross-origin request from")
+
+
+def test_the_own_origin_passes_and_a_second_origin_header_is_checked_too() -> None:
+    assert request(guarded(), "GET", "/api/status", {"origin": f"http://{OWN}"})[0] == 200
+    scope_headers = [(b"host", OWN.encode()), (b"origin", b"http://evil.example"), (b"origin", f"http://{OWN}".encode())]
+
+    async def twice() -> int:
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await guarded()({"type": "http", "method": "GET", "path": "/api/status", "headers": scope_headers},
+                        receive, send)
+        return int(sent[0]["status"])
+
+    assert asyncio.run(twice()) == 403  # the last header alone decided before

@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
@@ -196,8 +195,9 @@ class Guard:
 
     Args:
         app: the API.
-        allowed_hosts: host names a request may address (`Host`), beside the loopback names; a
-            browser page on any other origin (DNS rebinding, a hostile site) is refused.
+        allowed_hosts: host names a request may address (`Host`), beside the loopback names (DNS
+            rebinding); a request from a browser page of any origin but this server's own (a hostile
+            site, another port, a sandboxed frame's `null`) is refused.
         api_key: required as `Authorization: Bearer KEY` unless `trusted` (the Unix socket, whose
             file permissions already admit only its owner).
     """
@@ -238,9 +238,9 @@ class Guard:
         host = _hostname(headers.get("host", ""))
         if host not in self.hosts:
             return 421, f"host {host or '(none)'!r} is not served here (allowed: {', '.join(sorted(self.hosts))})"
-        origin = headers.get("origin")
-        if origin and origin != "null" and _hostname(urlsplit(origin).netloc) not in self.hosts:
-            return 403, f"cross-origin request from {origin} refused"
+        foreign = _foreign_origin(scope, headers.get("host", ""))
+        if foreign is not None:
+            return 403, f"cross-origin request from {printable(foreign)} refused"
         size = headers.get("content-length")
         if size is not None and (not size.isdigit() or int(size) > MAX_BODY_BYTES):
             return 413, f"request body over {MAX_BODY_BYTES} bytes"
@@ -249,6 +249,24 @@ class Guard:
             if not hmac.compare_digest(given.encode(), f"Bearer {self.api_key}".encode()):
                 return 401, "missing or wrong API key (send Authorization: Bearer $MINDNET_API_KEY)"
         return None
+
+
+def _foreign_origin(scope: Scope, host: str) -> str | None:
+    """The first `Origin` of the request that is not this server's own (`http(s)://` + its Host), if any.
+
+    Only the page served here may send one. Comparing host names alone let in a page of another
+    port of this machine (`http://localhost:3000`) and `null`, the origin of a sandboxed frame and
+    of a cross-site redirect: such a page cannot read the answers, but a simple POST (`text/plain`)
+    from it did start an import. Every `Origin` header counts, not just the last one. No URL parser:
+    `urlsplit` raised on `http://[::1` (a 500 with a traceback, from the guard itself).
+    """
+    own = host.strip().lower()
+    for key, value in scope.get("headers", ()):
+        origin = value.decode("latin-1")
+        if key.lower() == b"origin" and origin.strip().lower().removesuffix("/") not in (f"http://{own}",
+                                                                                       f"https://{own}"):
+            return origin
+    return None
 
 
 def _hostname(netloc: str) -> str:
