@@ -222,3 +222,75 @@ def test_the_own_origin_passes_and_a_second_origin_header_is_checked_too() -> No
         return int(sent[0]["status"])
 
     assert asyncio.run(twice()) == 403  # the last header alone decided before
+
+
+# -- slowloris: a request that never finishes arriving -----------------------------------------------------------
+
+
+async def _slow_app(scope: Any, receive: Any, send: Any) -> None:
+    """Answers after a while longer than the test's deadline: a request that has arrived is never cut."""
+    if scope["type"] != "http":
+        return
+    await asyncio.sleep(1.0 if scope["path"] == "/slow" else 0)
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+    await send({"type": "http.response.body", "body": b"ok"})
+
+
+@pytest.fixture
+def deadline_server() -> Iterator[tuple[str, int]]:
+    import socket
+    import threading
+
+    import uvicorn
+
+    from mindnet.server import deadline_protocol
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    config = uvicorn.Config(_slow_app, http=deadline_protocol(0.3), log_config=None, access_log=False,
+                            lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    for _ in range(600):  # a step bound: 60 s at most
+        if server.started:
+            break
+        threading.Event().wait(0.1)
+    yield sock.getsockname()
+    server.should_exit = True
+    thread.join(60)
+    sock.close()
+
+
+def _closed_by_server(conn: Any) -> bool:
+    """Whether the server ends the connection (empty read) before the generous socket timeout."""
+
+    conn.settimeout(60)
+    try:
+        while True:
+            data = conn.recv(4096)
+            if not data:
+                return True
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_a_request_head_that_never_ends_is_cut_and_a_slow_answer_is_not(deadline_server: tuple[str, int]) -> None:
+    """Half a head, a byte now and then, held a connection (and a descriptor) for good."""
+    import socket
+
+    with socket.create_connection(deadline_server, timeout=60) as half:
+        half.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        assert _closed_by_server(half)
+    with socket.create_connection(deadline_server, timeout=60) as body:
+        body.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\nonly part")
+        assert _closed_by_server(body)
+    with socket.create_connection(deadline_server, timeout=60) as slow:  # the app takes longer than the deadline
+        slow.sendall(b"GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        answer = b""
+        while chunk := slow.recv(4096):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")

@@ -34,6 +34,8 @@ from .. import (
 )
 
 DEFAULT_PORT = 7341
+REQUEST_SECONDS = 20.0
+"""How long a client may take to send a request, head and body (from connecting, or from the last answer)."""
 log = logging.getLogger("mindnet.serve")
 
 
@@ -106,11 +108,12 @@ def serve(
     app = Routed(create_app(resident, info={"url": url, "pid": os.getpid(), "socket": address.socket}),
                  {"/mcp": mcp_app})
     extra_hosts = frozenset() if is_loopback(host) or host in ("0.0.0.0", "::") else frozenset({host})
-    servers = [(_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key),
+    protocol = deadline_protocol()
+    servers = [(_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key), http=protocol,
                                             log_config=None, access_log=False, lifespan="off")), tcp)]
     if uds is not None:
         servers.append((_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key,
-                                                          trusted=True),
+                                                          trusted=True), http=protocol,
                                                     log_config=None, access_log=False, lifespan="off")), uds))
     try:
         with _stop_on_signals([s for s, _ in servers]):
@@ -142,6 +145,46 @@ async def _serve_all(servers: list[tuple[Any, socket.socket]], on_ready: Any,
         else:
             on_ready()
         await asyncio.gather(*tasks)
+
+
+def deadline_protocol(seconds: float = REQUEST_SECONDS) -> type[Any]:
+    """uvicorn's h11 protocol closing a connection whose client has not sent a whole request in `seconds`.
+
+    uvicorn bounds only the idle time between requests: a client that sends half a request head
+    and then a byte now and then (slowloris) held its connection for good, and 400 of them held
+    400 descriptors; enough would leave the process none to open its store with. The clock starts
+    when a connection opens and again after each answer; a request that has arrived whole is
+    never cut, however long it runs (an import).
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class RequestDeadline(H11Protocol):  # type: ignore[misc]
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = self.loop.call_later(seconds, self._late)
+
+        def _late(self) -> None:
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
+                self.transport.close()
+
+    return RequestDeadline
 
 
 class _QuietServer:
