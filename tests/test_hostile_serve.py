@@ -156,7 +156,8 @@ async def _echo(scope: Any, receive: Any, send: Any) -> None:
 
 
 def guarded(**options: Any) -> Guard:
-    return Guard(_echo, allowed_hosts=frozenset(), api_key=options.get("api_key"))
+    return Guard(_echo, allowed_hosts=frozenset(), api_key=options.get("api_key"),
+                 any_host=options.get("any_host", False))
 
 
 CHUNKED = {"transfer-encoding": "chunked", "content-type": "application/json"}
@@ -294,3 +295,40 @@ def test_a_request_head_that_never_ends_is_cut_and_a_slow_answer_is_not(deadline
         while chunk := slow.recv(4096):
             answer += chunk
         assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"ok")
+
+
+# -- the API key -----------------------------------------------------------------------------------------------
+
+
+KEY = "k3y-0f-the-vault"
+
+
+def test_bound_to_every_interface_the_key_admits_any_host() -> None:
+    """Bound to 0.0.0.0 every request from another machine named the server's LAN address or name: 421."""
+    wildcard = guarded(api_key=KEY, any_host=True)
+    right = {"authorization": f"Bearer {KEY}"}
+    for host in ("192.168.1.5:7341", "notes-box.local:7341", "127.0.0.1:7341"):
+        assert request(wildcard, "GET", "/api/status", {"host": host, **right})[0] == 200, host
+    assert request(wildcard, "GET", "/api/status", {"host": "192.168.1.5:7341"})[0] == 421
+    assert request(wildcard, "GET", "/api/status", {"host": "evil.example", "authorization": "Bearer nope"})[0] == 421
+    assert request(wildcard, "GET", "/api/status")[0] == 401
+    assert request(wildcard, "GET", "/api/health")[0] == 200  # the one route without the key
+    # On loopback or a named address the Host check stays, key or not: a rebinding page may not even guess keys.
+    assert request(guarded(api_key=KEY), "GET", "/api/status", {"host": "192.168.1.5:7341", **right})[0] == 421
+
+
+@given(st.text(st.characters(max_codepoint=255, exclude_characters="\r\n\x00"), max_size=30))
+def test_only_the_exact_key_opens_the_api(given_header: str) -> None:
+    status, body = request(guarded(api_key=KEY), "GET", "/api/status", {"authorization": given_header})
+    assert status == (200 if given_header == f"Bearer {KEY}" else 401), body
+    if status == 401:
+        assert KEY not in body["error"]  # never echoed
+
+
+@pytest.mark.parametrize("key", ["schlüssel", " k3y", "k3y\n", "k\x00y", ""])
+def test_a_key_no_header_can_carry_is_refused_at_start(key: str) -> None:
+    from mindnet.server import check_binding
+
+    with pytest.raises(MindnetError, match="printable ASCII" if key else "MINDNET_API_KEY"):
+        check_binding("0.0.0.0" if not key else "127.0.0.1", key or None)
+    check_binding("127.0.0.1", KEY)

@@ -34,6 +34,8 @@ from .. import (
 )
 
 DEFAULT_PORT = 7341
+WILDCARDS = ("0.0.0.0", "::")
+"""Addresses that listen on every interface: the server cannot list the names it is reached by."""
 REQUEST_SECONDS = 20.0
 """How long a client may take to send a request, head and body (from connecting, or from the last answer)."""
 log = logging.getLogger("mindnet.serve")
@@ -49,7 +51,14 @@ def is_loopback(host: str) -> bool:
 
 
 def check_binding(host: str, api_key: str | None) -> None:
-    """Refuse a non-loopback address without an API key: anyone on the network could read the vault."""
+    """Refuse a non-loopback address without an API key: anyone on the network could read the vault.
+
+    A key that an HTTP header cannot carry as it is (non-ASCII: the guard compares UTF-8, clients
+    send Latin-1; spaces at the ends: clients strip them) could never be matched; it is refused here.
+    """
+    if api_key is not None and not (api_key.isascii() and api_key.isprintable() and api_key.strip() == api_key):
+        raise MindnetError("MINDNET_API_KEY must be printable ASCII without spaces at either end (it travels "
+                           "in an HTTP header, which carries nothing else faithfully)")
     if not is_loopback(host) and not api_key:
         raise MindnetError(
             f"--host {host} exposes the vault beyond this machine: set MINDNET_API_KEY (clients send it as "
@@ -107,9 +116,11 @@ def serve(
     mcp_app, mcp_running = http_app(resident)
     app = Routed(create_app(resident, info={"url": url, "pid": os.getpid(), "socket": address.socket}),
                  {"/mcp": mcp_app})
-    extra_hosts = frozenset() if is_loopback(host) or host in ("0.0.0.0", "::") else frozenset({host})
+    wildcard = host in WILDCARDS
+    extra_hosts = frozenset() if is_loopback(host) or wildcard else frozenset({host})
     protocol = deadline_protocol()
-    servers = [(_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key), http=protocol,
+    servers = [(_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key, any_host=wildcard),
+                                            http=protocol,
                                             log_config=None, access_log=False, lifespan="off")), tcp)]
     if uds is not None:
         servers.append((_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key,
@@ -244,6 +255,6 @@ def _unix_socket(path: Path) -> socket.socket:
 
 
 def _url_host(host: str) -> str:
-    if host in ("0.0.0.0", "::"):
+    if host in WILDCARDS:
         return "127.0.0.1"
     return f"[{host}]" if ":" in host else host

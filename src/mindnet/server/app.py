@@ -200,14 +200,19 @@ class Guard:
             site, another port, a sandboxed frame's `null`) is refused.
         api_key: required as `Authorization: Bearer KEY` unless `trusted` (the Unix socket, whose
             file permissions already admit only its owner).
+        any_host: bound to a wildcard address (0.0.0.0, ::), where the key is required: a request
+            with the key may name any Host. The server cannot know every name and address it is
+            reached by (each was refused with 421, so the mode was unusable), and a rebinding page
+            has no key to send. On a named address the Host check stays, key or not.
     """
 
     def __init__(self, app: ASGIApp, *, allowed_hosts: frozenset[str], api_key: str | None,
-                 trusted: bool = False) -> None:
+                 trusted: bool = False, any_host: bool = False) -> None:
         self.app = app
         self.hosts = LOOPBACK | {h.lower() for h in allowed_hosts}
         self.api_key = api_key
         self.trusted = trusted
+        self.any_host = any_host
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -235,8 +240,11 @@ class Guard:
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        keyed = bool(self.api_key) and not self.trusted
+        authorised = keyed and hmac.compare_digest(headers.get("authorization", "").encode(),
+                                                   f"Bearer {self.api_key}".encode())
         host = _hostname(headers.get("host", ""))
-        if host not in self.hosts:
+        if host not in self.hosts and not (self.any_host and authorised):
             return 421, f"host {host or '(none)'!r} is not served here (allowed: {', '.join(sorted(self.hosts))})"
         foreign = _foreign_origin(scope, headers.get("host", ""))
         if foreign is not None:
@@ -244,10 +252,8 @@ class Guard:
         size = headers.get("content-length")
         if size is not None and (not size.isdigit() or int(size) > MAX_BODY_BYTES):
             return 413, f"request body over {MAX_BODY_BYTES} bytes"
-        if self.api_key and not self.trusted and scope["path"] != "/api/health":
-            given = headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {self.api_key}".encode()):
-                return 401, "missing or wrong API key (send Authorization: Bearer $MINDNET_API_KEY)"
+        if keyed and not authorised and scope["path"] != "/api/health":
+            return 401, "missing or wrong API key (send Authorization: Bearer $MINDNET_API_KEY)"
         return None
 
 
