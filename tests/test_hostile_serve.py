@@ -51,6 +51,8 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Index]:
                                encoding="utf-8")
     (root / "b.md").write_text("# Beta\n\nBeta explains rank fusion and scores.\n", encoding="utf-8")
     (tmp_path_factory.getbasetemp() / "secret.md").write_text("# Secret\n\nOutside.\n", encoding="utf-8")
+    long_lines = "".join(f"Line {i} of a long note about rank fusion.\n" for i in range(400))
+    (root / "c.md").write_text(f"# Long\n\n{long_lines}", encoding="utf-8")
     with Index(root, embedder=FakeEmbedder()) as opened:
         opened.import_vault()
         yield opened
@@ -332,3 +334,53 @@ def test_a_key_no_header_can_carry_is_refused_at_start(key: str) -> None:
     with pytest.raises(MindnetError, match="printable ASCII" if key else "MINDNET_API_KEY"):
         check_binding("0.0.0.0" if not key else "127.0.0.1", key or None)
     check_binding("127.0.0.1", KEY)
+
+
+# -- read: an agent's answer stays bounded -------------------------------------------------------------------
+
+
+@given(st.lists(st.text(st.characters(exclude_characters="\r\n"), max_size=30), min_size=1, max_size=20),
+       st.sampled_from(["\n", "\r\n", "\r"]), st.integers(0, 19), st.integers(1, 120))
+def test_a_clipped_read_is_whole_lines_within_the_bound(lines: list[str], eol: str, first: int, limit: int) -> None:
+    from mindnet.api import _clipped, _lines
+    from mindnet.text import line_starts
+
+    text = eol.join(lines) + eol
+    starts = line_starts(text)
+    first = min(first, len(starts) - 1)
+    last, clipped = _clipped(text, starts, first, limit)
+    assert first <= last < len(starts) and len(clipped) <= limit
+    whole = _lines(text, starts, first, last)
+    assert clipped == whole or (last == first and whole.startswith(clipped))  # only a too-long first line is cut
+
+
+def test_a_long_note_is_read_in_bounded_pieces_that_join_up(index: Index) -> None:
+    """A 4 MB note came back whole through the MCP read tool, twice (text and structured): 8.8 MB."""
+    whole = index.read("c")
+    assert not whole["truncated"]
+    pieces, start = [], whole["line_start"]
+    for _ in range(100):  # a step bound
+        part = index.read("c", lines=(start, whole["line_end"]), max_chars=1_000)
+        assert len(part["text"]) <= 1_000
+        pieces.append(part["text"])
+        if not part["truncated"]:
+            break
+        start = part["line_end"] + 1
+    assert "\n".join(pieces) == whole["text"]
+
+
+def test_the_mcp_read_tool_asks_for_a_bounded_text_and_says_where_to_go_on() -> None:
+    from mindnet.mcp.tools import READ_CHARS, tool_functions
+
+    asked: dict[str, Any] = {}
+
+    class Backend:
+        def read(self, ref: str, **options: Any) -> dict[str, Any]:
+            asked.update(options)
+            return {"note": {"title": "Long", "path": "c.md"}, "section": None, "line_start": 3, "line_end": 90,
+                    "text": "x", "truncated": True, "sections": []}
+
+    read = next(fn for fn in tool_functions(Backend()) if fn.__name__ == "read")  # type: ignore[arg-type]
+    result = read(note="c")
+    assert asked["max_chars"] == READ_CHARS <= 50_000
+    assert "line_start=91" in result.content[0].text and result.structured_content["truncated"] is True

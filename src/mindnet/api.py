@@ -16,6 +16,7 @@ once, on first use, and closed by `close()`; the stages below it receive them re
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import os
 import re
@@ -143,6 +144,17 @@ def _lines(text: str, starts: list[int], first: int, last: int) -> str:
         if chunk.endswith(eol):
             return chunk[: -len(eol)]
     return chunk
+
+
+def _clipped(text: str, starts: list[int], first: int, max_chars: int) -> tuple[int, str]:
+    """The last line (0-based) and the text of lines from `first` on that fit in `max_chars`.
+
+    Whole lines only, unless the first line alone is longer: then its first `max_chars` characters.
+    """
+    fits = bisect.bisect_right(starts, starts[first] + max_chars) - 2  # the last line whose break fits too
+    if fits < first:  # never half a CRLF: the line's own characters, without its break
+        return first, _lines(text, starts, first, first)[:max_chars]
+    return fits, _lines(text, starts, first, fits)
 
 
 def _pick_section(sections: list[dict[str, Any]], wanted: str, title: str) -> dict[str, Any]:
@@ -467,13 +479,18 @@ class Index:
         return {"note": payload, "fulltext": fulltext, "sections": note_sections(fulltext, payload),
                 "chunks": chunks}
 
-    def read(self, ref: str, *, section: str | None = None, lines: tuple[int, int] | None = None) -> dict[str, Any]:
+    def read(self, ref: str, *, section: str | None = None, lines: tuple[int, int] | None = None,
+             max_chars: int | None = None) -> dict[str, Any]:
         """A note's text for a reader who will quote it: whole, one section, or a range of file lines.
 
         `section` is a heading's title or its section path (`/H2/H3`, as hits carry it); the
         section runs to the next heading of the same or a higher level. `lines` are 1-based file
         lines, both included, clipped to the note's body. The answer says which lines it covers,
         so a citation can point at them.
+
+        `max_chars` keeps the text to whole lines within that many characters (`truncated` says so,
+        `line_end` says where it stopped, so a reader asks for the next lines): an agent's tool
+        answer must stay bounded, and a 4 MB note came back whole, twice over.
 
         Raises:
             NotFoundError: no such note (suggestions: the closest notes) or no such section
@@ -498,13 +515,19 @@ class Index:
             start, end = max(lines[0], first), min(lines[1], last)
             if lines[0] > lines[1] or start > end:
                 raise MindnetError(f"lines {lines[0]}-{lines[1]}: the note's body spans lines {first}-{last}")
+        text = _lines(fulltext, starts, start - first, end - first)
+        truncated = max_chars is not None and len(text) > max_chars
+        if truncated:
+            end, text = _clipped(fulltext, starts, start - first, cast(int, max_chars))
+            end += first
         keep = ("note_id", "title", "path", "type", "status", "tags", "aliases", "lang", "created", "updated")
         return {
             "note": {key: note.get(key) for key in keep},
             "section": chosen["path"] if chosen else None,
             "line_start": start,
             "line_end": end,
-            "text": _lines(fulltext, starts, start - first, end - first),
+            "text": text,
+            "truncated": truncated,
             "sections": sections,
         }
 

@@ -110,10 +110,12 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
         section: Annotated[str | None, Query(max_length=MAX_REF_CHARS)] = None,
         start: Annotated[int | None, Query(ge=1)] = None,
         end: Annotated[int | None, Query(ge=1)] = None,
+        max_chars: Annotated[int | None, Query(ge=1, description="Whole lines within this many characters.")] = None,
     ) -> dict[str, Any]:
         if (start is None) != (end is None):
             raise MindnetError("start and end: give both or neither")
-        return index.read(ref, section=section, lines=(start, end) if start is not None and end is not None else None)
+        lines = (start, end) if start is not None and end is not None else None
+        return index.read(ref, section=section, lines=lines, max_chars=max_chars)
 
     @app.get("/api/overview", summary="What the vault holds: counts, languages, types, top tags")
     def overview() -> dict[str, Any]:
