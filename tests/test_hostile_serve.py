@@ -384,3 +384,42 @@ def test_the_mcp_read_tool_asks_for_a_bounded_text_and_says_where_to_go_on() -> 
     result = read(note="c")
     assert asked["max_chars"] == READ_CHARS <= 50_000
     assert "line_start=91" in result.content[0].text and result.structured_content["truncated"] is True
+
+
+# -- waiting for an import holds no request thread ----------------------------------------------------------------
+
+
+class _SlowImports:
+    """A resident whose imports finish only when the test says so."""
+
+    index = None
+
+    def __init__(self) -> None:
+        from concurrent.futures import Future
+
+        self.future: Future[Any] = Future()
+
+    def request_import(self, full: bool = False) -> Any:
+        return self.future
+
+
+def test_clients_waiting_for_an_import_leave_the_server_free() -> None:
+    """60 concurrent POST /api/import held all 40 threads of the pool: /api/health waited 8 s (forever here)."""
+    from types import SimpleNamespace
+
+    resident = _SlowImports()
+    app = create_app(resident)  # type: ignore[arg-type]
+
+    async def scenario() -> tuple[int, list[int]]:
+        host = {"host": "127.0.0.1:7341", "content-type": "application/json"}
+        imports = [asyncio.create_task(_asgi(app, "POST", "/api/import", host, [b'{"full": true}']))
+                   for _ in range(60)]
+        await asyncio.sleep(0)
+        health, _ = await asyncio.wait_for(_asgi(app, "GET", "/api/health", host, []), 60)
+        assert not any(task.done() for task in imports)  # they still wait, and yet the server answered
+        resident.future.set_result(SimpleNamespace(as_dict=lambda: {"notes_new": 0}))
+        done = await asyncio.wait_for(asyncio.gather(*imports), 60)
+        return health, [status for status, _ in done]
+
+    health, statuses = asyncio.run(scenario())
+    assert health == 200 and statuses == [200] * 60

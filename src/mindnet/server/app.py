@@ -7,6 +7,7 @@ Origin checks against DNS rebinding, the bearer key, and the request size limit.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hmac
 import logging
@@ -130,8 +131,10 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
         return index.graph(ref, view, depth)
 
     @app.post("/api/import", summary="Import now (what changed); waits for the result (`mindnet import --json`)")
-    def import_now(full: Annotated[bool, Body(embed=True)] = False) -> dict[str, Any]:
-        return resident.request_import(full=full).result().as_dict()
+    async def import_now(full: Annotated[bool, Body(embed=True)] = False) -> dict[str, Any]:
+        # Awaited on the event loop, not `.result()` on a request thread: 40 clients waiting for an
+        # import held every thread of the pool, and /api/health itself waited 8 s.
+        return (await asyncio.wrap_future(resident.request_import(full=full))).as_dict()
 
     app.include_router(web_routes(resident))
     _errors(app)
