@@ -153,6 +153,8 @@ def test_requests_are_checked(served: Server) -> None:
     assert served.get("/api/status", {"Origin": "http://evil.example"})[0] == 403
     status, body = served.get("/api/search?q=x&k=100000")
     assert status == 422 and body["error"].startswith("k:")
+    status, body = served.get("/api/search?q=x&from=yesterday")  # was a 500: the store's parser raised
+    assert status == 400 and "needs an ISO date" in body["error"] and "'yesterday'" in body["error"]
     status, body = served.get("/api/note?ref=Gamm")
     assert status == 404 and body["suggestions"][0]["note_id"] == "gamma"
     assert served.get("/openapi.json")[1]["info"]["title"] == "mindnet"

@@ -24,7 +24,8 @@ _EXPORTS: dict[str, str] = {
     "group_paths": "vault_paths", "ndjson": "reading", "chunk_jobs": "reading",
     # the index and what it returns
     "Index": "api", "IndexStatus": "api", "ImportSummary": "sync", "Progress": "sync", "GRAPH_VIEWS": "reading",
-    "MAX_GRAPH_DEPTH": "reading", "vault_relative": "api",
+    "MAX_GRAPH_DEPTH": "reading", "vault_relative": "api", "MAX_QUERY_CHARS": "api", "MAX_QUERIES": "api",
+    "MAX_REF_CHARS": "api",
     "Hit": "search", "Context": "search", "Citation": "search", "SearchFilters": "search", "MODES": "search",
     "snippet": "search", "check_date": "search",
     # settings and errors
@@ -48,6 +49,9 @@ __all__ = [
     "GRAPH_VIEWS",
     "LINT_FORMATS",
     "MAX_GRAPH_DEPTH",
+    "MAX_QUERIES",
+    "MAX_QUERY_CHARS",
+    "MAX_REF_CHARS",
     "MODES",
     "Chunk",
     "ChunkingError",
@@ -120,7 +124,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and editors; at run time the names load lazily
     from .address import ServerAddress, find_server, read_address, remove_address, socket_path, write_address
-    from .api import Index, IndexStatus, vault_relative
+    from .api import MAX_QUERIES, MAX_QUERY_CHARS, MAX_REF_CHARS, Index, IndexStatus, vault_relative
     from .chunking.base import Chunk
     from .chunking.pipeline import chunk_note
     from .config import Settings, load_settings, prepare_store_dir, store_dir

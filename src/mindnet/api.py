@@ -16,6 +16,7 @@ once, on first use, and closed by `close()`; the stages below it receive them re
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import os
 import re
@@ -68,12 +69,24 @@ from .sync import (
 )
 from .text import line_of, line_starts
 
+MAX_QUERY_CHARS = 2_000
+"""Longest query a search or a context takes: far beyond a question, short of a pasted note."""
+MAX_QUERIES = 8
+"""Most wordings `search_many` fuses."""
+MAX_REF_CHARS = 1_000
+"""Longest note reference or section name."""
+SUGGEST_CHARS = 100
+"""How much of a missed reference `closest_notes` compares with each note's names."""
+
 
 def vault_relative(ref: str) -> str:
     """`ref` unchanged when it cannot name a place outside the vault; else a `MindnetError`.
 
-    A note reference is an id, a title or a vault-relative path: never absolute, never `..`.
+    A note reference is an id, a title or a vault-relative path: never absolute, never `..`,
+    and no longer than `MAX_REF_CHARS` (every interface gets the same bound from here).
     """
+    if len(ref) > MAX_REF_CHARS:
+        raise MindnetError(f"a note reference may have at most {MAX_REF_CHARS} characters, not {len(ref)}")
     if "\x00" in ref or ref.startswith(("/", "\\")) or re.match(r"^[A-Za-z]:[\\/]", ref):
         raise MindnetError(f"{ref!r}: give a vault-relative path, a note id or a title (no absolute paths)")
     if ".." in re.split(r"[\\/]", ref):
@@ -112,6 +125,17 @@ def section_paths(sections: list[dict[str, Any]], last_line: int) -> list[dict[s
     return out
 
 
+def checked_query(query: str) -> str:
+    """`query` when a search may take it; the bound holds for the API, so the CLI, HTTP and MCP share it.
+
+    An MCP agent once sent 200,000 characters: every list embedded and scored them, and the
+    answer echoed them back twice.
+    """
+    if len(query) > MAX_QUERY_CHARS:
+        raise MindnetError(f"a query may have at most {MAX_QUERY_CHARS} characters, not {len(query)}")
+    return query
+
+
 def _lines(text: str, starts: list[int], first: int, last: int) -> str:
     """Lines `first..last` (0-based, both included) of `text`, without the final line break."""
     end = starts[last + 1] if last + 1 < len(starts) else len(text)
@@ -120,6 +144,17 @@ def _lines(text: str, starts: list[int], first: int, last: int) -> str:
         if chunk.endswith(eol):
             return chunk[: -len(eol)]
     return chunk
+
+
+def _clipped(text: str, starts: list[int], first: int, max_chars: int) -> tuple[int, str]:
+    """The last line (0-based) and the text of lines from `first` on that fit in `max_chars`.
+
+    Whole lines only, unless the first line alone is longer: then its first `max_chars` characters.
+    """
+    fits = bisect.bisect_right(starts, starts[first] + max_chars) - 2  # the last line whose break fits too
+    if fits < first:  # never half a CRLF: the line's own characters, without its break
+        return first, _lines(text, starts, first, first)[:max_chars]
+    return fits, _lines(text, starts, first, fits)
 
 
 def _pick_section(sections: list[dict[str, Any]], wanted: str, title: str) -> dict[str, Any]:
@@ -364,6 +399,7 @@ class Index:
         """
         if not 1 <= depth <= MAX_GRAPH_DEPTH:
             raise MindnetError(f"depth must be between 1 and {MAX_GRAPH_DEPTH}, not {depth}")
+        vault_relative(ref)
         if not self.has_store():
             if depth != 1:
                 raise MindnetError("a graph walk deeper than one hop needs an imported vault")
@@ -443,13 +479,18 @@ class Index:
         return {"note": payload, "fulltext": fulltext, "sections": note_sections(fulltext, payload),
                 "chunks": chunks}
 
-    def read(self, ref: str, *, section: str | None = None, lines: tuple[int, int] | None = None) -> dict[str, Any]:
+    def read(self, ref: str, *, section: str | None = None, lines: tuple[int, int] | None = None,
+             max_chars: int | None = None) -> dict[str, Any]:
         """A note's text for a reader who will quote it: whole, one section, or a range of file lines.
 
         `section` is a heading's title or its section path (`/H2/H3`, as hits carry it); the
         section runs to the next heading of the same or a higher level. `lines` are 1-based file
         lines, both included, clipped to the note's body. The answer says which lines it covers,
         so a citation can point at them.
+
+        `max_chars` keeps the text to whole lines within that many characters (`truncated` says so,
+        `line_end` says where it stopped, so a reader asks for the next lines): an agent's tool
+        answer must stay bounded, and a 4 MB note came back whole, twice over.
 
         Raises:
             NotFoundError: no such note (suggestions: the closest notes) or no such section
@@ -458,6 +499,8 @@ class Index:
         """
         if section is not None and lines is not None:
             raise MindnetError("give a section or a line range, not both")
+        if section is not None and len(section) > MAX_REF_CHARS:
+            raise MindnetError(f"a section name may have at most {MAX_REF_CHARS} characters, not {len(section)}")
         found = self.note(ref)
         note, fulltext = found["note"], found["fulltext"]
         first = int(note.get("body_line", 1))
@@ -472,13 +515,19 @@ class Index:
             start, end = max(lines[0], first), min(lines[1], last)
             if lines[0] > lines[1] or start > end:
                 raise MindnetError(f"lines {lines[0]}-{lines[1]}: the note's body spans lines {first}-{last}")
+        text = _lines(fulltext, starts, start - first, end - first)
+        truncated = max_chars is not None and len(text) > max_chars
+        if truncated:
+            end, text = _clipped(fulltext, starts, start - first, cast(int, max_chars))
+            end += first
         keep = ("note_id", "title", "path", "type", "status", "tags", "aliases", "lang", "created", "updated")
         return {
             "note": {key: note.get(key) for key in keep},
             "section": chosen["path"] if chosen else None,
             "line_start": start,
             "line_end": end,
-            "text": _lines(fulltext, starts, start - first, end - first),
+            "text": text,
+            "truncated": truncated,
             "sections": sections,
         }
 
@@ -504,8 +553,13 @@ class Index:
                         "types": most("type"), "tags": most("tags")}
 
     def closest_notes(self, ref: str, n: int = 3) -> list[dict[str, str]]:
-        """The `n` stored notes whose id, title or path is most like `ref` (for a miss)."""
-        wanted = ref.casefold().removesuffix(".md")
+        """The `n` stored notes whose id, title or path is most like `ref` (for a miss).
+
+        Only the first `SUGGEST_CHARS` of `ref` are compared: a ratio costs the product of both
+        lengths, and a 1,000-character miss took 12 s of CPU per 10,000 notes (under the GIL, so
+        every other request waited); what is mistyped is a name, and names are shorter than that.
+        """
+        wanted = ref.casefold().removesuffix(".md")[:SUGGEST_CHARS]
         scored: list[tuple[float, str, dict[str, str]]] = []
         for p in self.store().scroll("notes", fields=("title", "path")):
             names = (p.id, str(p.payload.get("title", "")), str(p.payload.get("path", "")).removesuffix(".md"))
@@ -550,7 +604,7 @@ class Index:
 
     def search(self, query: str, **options: Any) -> list[Hit]:
         """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note)."""
-        return self.searcher().search(query, **options)
+        return self.searcher().search(checked_query(query), **options)
 
     def search_many(self, queries: Sequence[str], *, k: int = 10, **options: Any) -> list[Hit]:
         """Hits for one query, or for several wordings of one question fused by rank (`fuse_hits`).
@@ -558,7 +612,9 @@ class Index:
         Each query is searched with the same options; an agent that is unsure how the notes
         phrase a thing can ask in two languages or two wordings at once.
         """
-        wanted = [q for q in queries if q.strip()]
+        if len(queries) > MAX_QUERIES:
+            raise MindnetError(f"give at most {MAX_QUERIES} queries, not {len(queries)}")
+        wanted = [checked_query(q) for q in queries if q.strip()]
         if not wanted:
             raise MindnetError("give at least one non-empty query")
         lists = [self.search(q, k=k, **options) for q in wanted]
@@ -569,7 +625,8 @@ class Index:
     def context(self, query: str, *, budget: int = 2000, k: int = 12, **options: Any) -> Context:
         """A token-budgeted LLM context with citations for a query (R23)."""
         searcher = self.searcher()
-        return searcher.build_context(searcher.search(query, k=k, **options), budget, default_tokenizer())
+        return searcher.build_context(searcher.search(checked_query(query), k=k, **options), budget,
+                                      default_tokenizer())
 
     def migrate(self, url: str, *, api_key: str | None = None, progress: Progress | None = None) -> dict[str, int]:
         """Copy this vault's embedded store to a Qdrant server (`mindnet migrate --to URL`)."""

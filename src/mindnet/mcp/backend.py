@@ -29,7 +29,8 @@ class Backend(Protocol):
     def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any]
                ) -> list[dict[str, Any]]: ...
 
-    def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None) -> dict[str, Any]: ...
+    def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int
+             ) -> dict[str, Any]: ...
 
     def related(self, ref: str, *, view: str, depth: int) -> list[dict[str, Any]]: ...
 
@@ -80,9 +81,10 @@ class LocalBackend:
         hits = self.index.search_many(queries, k=k, mode=mode, by_note=by_note, filters=SearchFilters(**filters))
         return [dataclasses.asdict(h) for h in hits]
 
-    def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None) -> dict[str, Any]:
+    def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int
+             ) -> dict[str, Any]:
         self._ready()
-        return self.index.read(ref, section=section, lines=lines)
+        return self.index.read(ref, section=section, lines=lines, max_chars=max_chars)
 
     def related(self, ref: str, *, view: str, depth: int) -> list[dict[str, Any]]:
         self._ready()
@@ -118,9 +120,11 @@ class RemoteBackend:
         params |= {FILTER_PARAMS[name]: value for name, value in filters.items() if value not in (None, ())}
         return list(self.remote.get("/api/search", params))
 
-    def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None) -> dict[str, Any]:
+    def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int
+             ) -> dict[str, Any]:
         start, end = lines if lines is not None else (None, None)
-        return dict(self.remote.get("/api/read", {"ref": ref, "section": section, "start": start, "end": end}))
+        return dict(self.remote.get("/api/read", {"ref": ref, "section": section, "start": start, "end": end,
+                                                  "max_chars": max_chars}))
 
     def related(self, ref: str, *, view: str, depth: int) -> list[dict[str, Any]]:
         return list(self.remote.get("/api/graph", {"ref": ref, "view": view, "depth": depth}))

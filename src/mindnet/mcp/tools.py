@@ -24,6 +24,8 @@ from .backend import Backend
 MAX_K = 50
 MAX_QUERIES = 8
 MAX_BUDGET = 32_000
+READ_CHARS = 40_000
+"""Most characters of note text one `read` answers with (about 10,000 tokens); the rest is a call away."""
 VIEWS = {"links": "references", "backlinks": "backlinks", "both": "neighbors", "unresolved": "unresolved"}
 """The tool's plain words for link directions -> `Index.graph` views."""
 
@@ -67,6 +69,8 @@ class ReadResult(BaseModel):
     line_start: int
     line_end: int
     text: str
+    truncated: bool = False
+    """The text stops at `line_end`, short of what was asked for; read on from `line_end + 1`."""
     sections: list[Section]
 
 
@@ -184,15 +188,18 @@ def tool_functions(backend: Backend) -> list[Callable[..., Any]]:
         line_end: Annotated[int | None, Field(ge=1, description="Last file line, included.")] = None,
     ) -> Annotated[CallToolResult, ReadResult]:
         """Read a note: the whole text, one section, or a range of file lines, with the note's metadata
-        and its list of sections. On a miss the error names the closest notes."""
+        and its list of sections. A long text stops at a line end (`truncated`); ask for the lines after
+        `line_end` to go on. On a miss the error names the closest notes."""
         if (line_start is None) != (line_end is None):
             missing = "line_end" if line_end is None else "line_start"
             raise ToolError(f"argument '{missing}': give line_start and line_end together")
         lines = (line_start, line_end) if line_start is not None and line_end is not None else None
-        found = ReadResult(**backend.read(note, section=section, lines=lines))
+        found = ReadResult(**backend.read(note, section=section, lines=lines, max_chars=READ_CHARS))
         info = found.note
         where = f" › {found.section}" if found.section else ""
         head = f"{info.get('title')} — {info.get('path')}{where} (lines {found.line_start}-{found.line_end})"
+        if found.truncated:
+            head += f"; cut at {READ_CHARS} characters, read on with line_start={found.line_end + 1}"
         return _result(f"{head}\n\n{found.text}", found)
 
     def related(

@@ -14,6 +14,9 @@ ISO_DATE = re.compile(r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})(?:[T ](?P<hm>[0-9]{
                       r"(?::(?P<s>[0-9]{2})(?:\.[0-9]+)?(?: ?(?:Z|[+-][0-9]{2}:?[0-9]{2}))?)?)?")
 """The dates the store reads: `2025-09-03`, `2025-09-03T10:00`, `2025-09-03T10:00:00[.f][Z|+02:00]`
 (each form tested against Qdrant Edge, tests/test_cli_output.py)."""
+MAX_FILTER_VALUES = 1_000
+"""Most values one list filter (types, tags, notes) takes: each is a condition the store evaluates, and
+`mindnet mcp` on stdio has no body limit (140,000 tags took 1.4 s even within /mcp's 1 MB)."""
 
 
 def check_date(name: str, value: str | None) -> None:
@@ -69,6 +72,9 @@ class SearchFilters:
     def __post_init__(self) -> None:
         check_date("created_from", self.created_from)
         check_date("created_to", self.created_to)
+        for name in ("type", "tags", "note_id"):
+            if len(getattr(self, name)) > MAX_FILTER_VALUES:
+                raise MindnetError(f"{name}: at most {MAX_FILTER_VALUES} values, not {len(getattr(self, name))}")
 
     def to_filter(self, stored_tags: Iterable[str] = ()) -> Filter | None:
         """The store's neutral `Filter`, or None when nothing is restricted.
@@ -102,4 +108,4 @@ class SearchFilters:
         return Filter(must=tuple(must)) if must else None
 
 
-__all__ = ["ISO_DATE", "SearchFilters", "check_date", "nested_tags"]
+__all__ = ["ISO_DATE", "MAX_FILTER_VALUES", "SearchFilters", "check_date", "nested_tags"]

@@ -34,6 +34,10 @@ from .. import (
 )
 
 DEFAULT_PORT = 7341
+WILDCARDS = ("0.0.0.0", "::")
+"""Addresses that listen on every interface: the server cannot list the names it is reached by."""
+REQUEST_SECONDS = 20.0
+"""How long a client may take to send a request, head and body (from connecting, or from the last answer)."""
 log = logging.getLogger("mindnet.serve")
 
 
@@ -47,7 +51,14 @@ def is_loopback(host: str) -> bool:
 
 
 def check_binding(host: str, api_key: str | None) -> None:
-    """Refuse a non-loopback address without an API key: anyone on the network could read the vault."""
+    """Refuse a non-loopback address without an API key: anyone on the network could read the vault.
+
+    A key that an HTTP header cannot carry as it is (non-ASCII: the guard compares UTF-8, clients
+    send Latin-1; spaces at the ends: clients strip them) could never be matched; it is refused here.
+    """
+    if api_key is not None and not (api_key.isascii() and api_key.isprintable() and api_key.strip() == api_key):
+        raise MindnetError("MINDNET_API_KEY must be printable ASCII without spaces at either end (it travels "
+                           "in an HTTP header, which carries nothing else faithfully)")
     if not is_loopback(host) and not api_key:
         raise MindnetError(
             f"--host {host} exposes the vault beyond this machine: set MINDNET_API_KEY (clients send it as "
@@ -105,12 +116,15 @@ def serve(
     mcp_app, mcp_running = http_app(resident)
     app = Routed(create_app(resident, info={"url": url, "pid": os.getpid(), "socket": address.socket}),
                  {"/mcp": mcp_app})
-    extra_hosts = frozenset() if is_loopback(host) or host in ("0.0.0.0", "::") else frozenset({host})
-    servers = [(_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key),
+    wildcard = host in WILDCARDS
+    extra_hosts = frozenset() if is_loopback(host) or wildcard else frozenset({host})
+    protocol = deadline_protocol()
+    servers = [(_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key, any_host=wildcard),
+                                            http=protocol,
                                             log_config=None, access_log=False, lifespan="off")), tcp)]
     if uds is not None:
         servers.append((_QuietServer(uvicorn.Config(Guard(app, allowed_hosts=extra_hosts, api_key=api_key,
-                                                          trusted=True),
+                                                          trusted=True), http=protocol,
                                                     log_config=None, access_log=False, lifespan="off")), uds))
     try:
         with _stop_on_signals([s for s, _ in servers]):
@@ -142,6 +156,46 @@ async def _serve_all(servers: list[tuple[Any, socket.socket]], on_ready: Any,
         else:
             on_ready()
         await asyncio.gather(*tasks)
+
+
+def deadline_protocol(seconds: float = REQUEST_SECONDS) -> type[Any]:
+    """uvicorn's h11 protocol closing a connection whose client has not sent a whole request in `seconds`.
+
+    uvicorn bounds only the idle time between requests: a client that sends half a request head
+    and then a byte now and then (slowloris) held its connection for good, and 400 of them held
+    400 descriptors; enough would leave the process none to open its store with. The clock starts
+    when a connection opens and again after each answer; a request that has arrived whole is
+    never cut, however long it runs (an import).
+    """
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class RequestDeadline(H11Protocol):  # type: ignore[misc]
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            super().connection_lost(exc)
+
+        def _arm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = self.loop.call_later(seconds, self._late)
+
+        def _late(self) -> None:
+            if self.conn.their_state in (h11.IDLE, h11.SEND_BODY) and not self.transport.is_closing():
+                self.transport.close()
+
+    return RequestDeadline
 
 
 class _QuietServer:
@@ -201,6 +255,6 @@ def _unix_socket(path: Path) -> socket.socket:
 
 
 def _url_host(host: str) -> str:
-    if host in ("0.0.0.0", "::"):
+    if host in WILDCARDS:
         return "127.0.0.1"
     return f"[{host}]" if ":" in host else host

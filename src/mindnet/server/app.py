@@ -7,21 +7,25 @@ Origin checks against DNS rebinding, the bearer key, and the request size limit.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
-from urllib.parse import urlsplit
 
 from fastapi import Body, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
 
 from .. import (
     GRAPH_VIEWS,
     MAX_GRAPH_DEPTH,
+    MAX_QUERIES,
+    MAX_QUERY_CHARS,
+    MAX_REF_CHARS,
     MODES,
     MindnetError,
     NotFoundError,
@@ -37,8 +41,6 @@ log = logging.getLogger("mindnet.http")
 
 MAX_K = 100
 MAX_BUDGET = 32_000
-MAX_QUERY_CHARS = 2_000
-MAX_QUERIES = 8
 MAX_BODY_BYTES = 1 << 20
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -86,8 +88,6 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
             type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
             path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
         )
-        if any(len(one) > MAX_QUERY_CHARS for one in q):
-            raise MindnetError(f"q: a query may have at most {MAX_QUERY_CHARS} characters")
         hits = index.search_many(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note)
         return [dataclasses.asdict(h) for h in hits]
 
@@ -102,19 +102,21 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
         return dataclasses.asdict(index.context(query, budget=budget, k=k, mode=mode, expand=expand))
 
     @app.get("/api/note", summary="A note by id, vault-relative path or title: payload, text, sections, chunks")
-    def note(ref: Annotated[str, Query(min_length=1, max_length=1000)]) -> dict[str, Any]:
+    def note(ref: Annotated[str, Query(min_length=1, max_length=MAX_REF_CHARS)]) -> dict[str, Any]:
         return index.note(ref)
 
     @app.get("/api/read", summary="A note's text: whole, one section or a line range, with its file lines")
     def read(
-        ref: Annotated[str, Query(min_length=1, max_length=1000)],
-        section: Annotated[str | None, Query(max_length=1000)] = None,
+        ref: Annotated[str, Query(min_length=1, max_length=MAX_REF_CHARS)],
+        section: Annotated[str | None, Query(max_length=MAX_REF_CHARS)] = None,
         start: Annotated[int | None, Query(ge=1)] = None,
         end: Annotated[int | None, Query(ge=1)] = None,
+        max_chars: Annotated[int | None, Query(ge=1, description="Whole lines within this many characters.")] = None,
     ) -> dict[str, Any]:
         if (start is None) != (end is None):
             raise MindnetError("start and end: give both or neither")
-        return index.read(ref, section=section, lines=(start, end) if start is not None and end is not None else None)
+        lines = (start, end) if start is not None and end is not None else None
+        return index.read(ref, section=section, lines=lines, max_chars=max_chars)
 
     @app.get("/api/overview", summary="What the vault holds: counts, languages, types, top tags")
     def overview() -> dict[str, Any]:
@@ -122,15 +124,17 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
 
     @app.get("/api/graph", summary="Links, backlinks or unresolved links of a note, up to a depth")
     def graph(
-        ref: Annotated[str, Query(min_length=1, max_length=1000)],
+        ref: Annotated[str, Query(min_length=1, max_length=MAX_REF_CHARS)],
         view: Annotated[str, Query(pattern="^(" + "|".join(GRAPH_VIEWS) + ")$")] = "neighbors",
         depth: Annotated[int, Query(ge=1, le=MAX_GRAPH_DEPTH)] = 1,
     ) -> list[dict[str, Any]]:
         return index.graph(ref, view, depth)
 
     @app.post("/api/import", summary="Import now (what changed); waits for the result (`mindnet import --json`)")
-    def import_now(full: Annotated[bool, Body(embed=True)] = False) -> dict[str, Any]:
-        return resident.request_import(full=full).result().as_dict()
+    async def import_now(full: Annotated[bool, Body(embed=True)] = False) -> dict[str, Any]:
+        # Awaited on the event loop, not `.result()` on a request thread: 40 clients waiting for an
+        # import held every thread of the pool, and /api/health itself waited 8 s.
+        return (await asyncio.wrap_future(resident.request_import(full=full))).as_dict()
 
     app.include_router(web_routes(resident))
     _errors(app)
@@ -151,6 +155,11 @@ def _errors(app: FastAPI) -> None:
     @app.exception_handler(MindnetError)
     async def bad_request(_request: Request, exc: MindnetError) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=400)
+
+    @app.exception_handler(HTTPException)
+    async def http_error(_request: Request, exc: HTTPException) -> JSONResponse:
+        """Routing's 404/405 and FastAPI's own 400 for a body it cannot parse, in the shape of every other error."""
+        return JSONResponse({"error": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -191,18 +200,24 @@ class Guard:
 
     Args:
         app: the API.
-        allowed_hosts: host names a request may address (`Host`), beside the loopback names; a
-            browser page on any other origin (DNS rebinding, a hostile site) is refused.
+        allowed_hosts: host names a request may address (`Host`), beside the loopback names (DNS
+            rebinding); a request from a browser page of any origin but this server's own (a hostile
+            site, another port, a sandboxed frame's `null`) is refused.
         api_key: required as `Authorization: Bearer KEY` unless `trusted` (the Unix socket, whose
             file permissions already admit only its owner).
+        any_host: bound to a wildcard address (0.0.0.0, ::), where the key is required: a request
+            with the key may name any Host. The server cannot know every name and address it is
+            reached by (each was refused with 421, so the mode was unusable), and a rebinding page
+            has no key to send. On a named address the Host check stays, key or not.
     """
 
     def __init__(self, app: ASGIApp, *, allowed_hosts: frozenset[str], api_key: str | None,
-                 trusted: bool = False) -> None:
+                 trusted: bool = False, any_host: bool = False) -> None:
         self.app = app
         self.hosts = LOOPBACK | {h.lower() for h in allowed_hosts}
         self.api_key = api_key
         self.trusted = trusted
+        self.any_host = any_host
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -217,31 +232,52 @@ class Guard:
             await send(message)
 
         refusal = self._refusal(scope)
+        if refusal is None and any(k.lower() == b"transfer-encoding" for k, _ in scope.get("headers", ())):
+            receive, refusal = await _buffered(receive, MAX_BODY_BYTES)
         if refusal is not None:
             code, text = refusal
             await JSONResponse({"error": text}, status_code=code)(scope, receive, logged)
         else:
-            await self.app(scope, _limited(receive, scope, MAX_BODY_BYTES), logged)
+            await self.app(scope, receive, logged)
         # printable: the path is percent-decoded, so `%0a` in a URL would forge a line of the log
         log.info("%s %s %s %.1fms", scope["method"], printable(scope["path"]), status[0] if status else "-",
                  (time.perf_counter() - started) * 1000)
 
     def _refusal(self, scope: Scope) -> tuple[int, str] | None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", ())}
+        keyed = bool(self.api_key) and not self.trusted
+        authorised = keyed and hmac.compare_digest(headers.get("authorization", "").encode(),
+                                                   f"Bearer {self.api_key}".encode())
         host = _hostname(headers.get("host", ""))
-        if host not in self.hosts:
+        if host not in self.hosts and not (self.any_host and authorised):
             return 421, f"host {host or '(none)'!r} is not served here (allowed: {', '.join(sorted(self.hosts))})"
-        origin = headers.get("origin")
-        if origin and origin != "null" and _hostname(urlsplit(origin).netloc) not in self.hosts:
-            return 403, f"cross-origin request from {origin} refused"
+        foreign = _foreign_origin(scope, headers.get("host", ""))
+        if foreign is not None:
+            return 403, f"cross-origin request from {printable(foreign)} refused"
         size = headers.get("content-length")
         if size is not None and (not size.isdigit() or int(size) > MAX_BODY_BYTES):
             return 413, f"request body over {MAX_BODY_BYTES} bytes"
-        if self.api_key and not self.trusted and scope["path"] != "/api/health":
-            given = headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {self.api_key}".encode()):
-                return 401, "missing or wrong API key (send Authorization: Bearer $MINDNET_API_KEY)"
+        if keyed and not authorised and scope["path"] != "/api/health":
+            return 401, "missing or wrong API key (send Authorization: Bearer $MINDNET_API_KEY)"
         return None
+
+
+def _foreign_origin(scope: Scope, host: str) -> str | None:
+    """The first `Origin` of the request that is not this server's own (`http(s)://` + its Host), if any.
+
+    Only the page served here may send one. Comparing host names alone let in a page of another
+    port of this machine (`http://localhost:3000`) and `null`, the origin of a sandboxed frame and
+    of a cross-site redirect: such a page cannot read the answers, but a simple POST (`text/plain`)
+    from it did start an import. Every `Origin` header counts, not just the last one. No URL parser:
+    `urlsplit` raised on `http://[::1` (a 500 with a traceback, from the guard itself).
+    """
+    own = host.strip().lower()
+    for key, value in scope.get("headers", ()):
+        origin = value.decode("latin-1")
+        if key.lower() == b"origin" and origin.strip().lower().removesuffix("/") not in (f"http://{own}",
+                                                                                       f"https://{own}"):
+            return origin
+    return None
 
 
 def _hostname(netloc: str) -> str:
@@ -252,17 +288,33 @@ def _hostname(netloc: str) -> str:
     return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
 
 
-def _limited(receive: Receive, scope: Scope, limit: int) -> Receive:
-    """`receive` that fails a body (chunked, without Content-Length) once it passes `limit` bytes."""
+async def _buffered(receive: Receive, limit: int) -> tuple[Receive, tuple[int, str] | None]:
+    """A chunked body (no Content-Length to check) read here whole, or refused once it passes `limit`.
+
+    Failing the app's `receive` instead, as before, left the answer to whoever was parsing: FastAPI
+    said 400 'error parsing the body', the MCP endpoint a bare 500 with a traceback in the log.
+    Read here, an oversized body is one 413 like a too-long Content-Length, and the app receives
+    at most `limit` bytes, as one message.
+    """
+    parts: list[bytes] = []
     seen = 0
-
-    async def guarded() -> Message:
-        nonlocal seen
+    while True:
         message = await receive()
-        if message["type"] == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                raise MindnetError(f"request body over {limit} bytes")
-        return message
+        if message["type"] != "http.request":  # the client left: the app hears it as it would have
+            return _replayed(message, receive), None
+        parts.append(bytes(message.get("body", b"")))
+        seen += len(parts[-1])
+        if seen > limit:
+            return receive, (413, f"request body over {limit} bytes")
+        if not message.get("more_body", False):
+            return _replayed({"type": "http.request", "body": b"".join(parts), "more_body": False}, receive), None
 
-    return guarded
+
+def _replayed(first: Message, receive: Receive) -> Receive:
+    """`receive` that returns `first` once, then what the connection sends (a disconnect)."""
+    pending = [first]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay

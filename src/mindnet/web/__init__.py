@@ -17,7 +17,7 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from .. import MindnetError, NotFoundError, Resident, StoreError, __version__
+from .. import MAX_REF_CHARS, MindnetError, NotFoundError, Resident, StoreError, __version__
 from .render import note_href, render_note
 
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -51,7 +51,7 @@ def web_routes(resident: Resident) -> APIRouter:
         return page("search.html", q=q, type=type, tag=tag, lang=lang, languages=langs)
 
     @router.get("/note", response_class=HTMLResponse)
-    def note_page(ref: str = Query("", max_length=1000), chunk: str = "", q: str = "") -> HTMLResponse:
+    def note_page(ref: str = Query("", max_length=MAX_REF_CHARS), chunk: str = "", q: str = "") -> HTMLResponse:
         if not ref:
             return page("error.html", 400, title="No note named", message="Give a note: /note?ref=NOTE_ID.",
                         suggestions=[], q=q)
