@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mindnet.titles import MAX_NAME_WORDS, NamedNote, TitleIndex, normalise
@@ -73,6 +73,7 @@ def test_a_name_inside_a_query_is_found_whatever_the_case(name: list[str], befor
 
 
 @given(st.text(max_size=60))
+@example("ᾶ")  # case folding decomposed it into a letter and a combining accent, which split on a second pass
 def test_normalise_is_idempotent(text: str) -> None:
     words = normalise(text)
     assert normalise(" ".join(words)) == words

@@ -24,6 +24,7 @@ one on "Fusion").
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -46,8 +47,13 @@ class NamedNote:
 
 
 def normalise(text: str) -> tuple[str, ...]:
-    """The case-folded words of `text` (hyphens, quotes and punctuation separate words)."""
-    return tuple(w.casefold() for w in _WORD.findall(text))
+    """The case-folded words of `text` (hyphens, quotes and punctuation separate words).
+
+    Folded before the words are found, and composed again (NFC): case folding decomposes some letters
+    ("ᾶ" -> "α" + a combining accent, which is no word character), so folding each word after it was
+    found gave words that split on a second pass, and a name would not match its own normal form.
+    """
+    return tuple(_WORD.findall(unicodedata.normalize("NFC", text.casefold())))
 
 
 class TitleIndex:
