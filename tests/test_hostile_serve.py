@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -434,3 +435,27 @@ def test_a_list_filter_has_a_bounded_number_of_values(field: str) -> None:
     with pytest.raises(MindnetError, match=f"{field}: at most {MAX_FILTER_VALUES} values"):
         SearchFilters(**{field: values})
     assert SearchFilters(**{field: values[:-1]}).to_filter() is not None
+
+
+def test_a_note_that_fails_under_the_server_is_logged_once_by_name(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A save that broke a note said only `import notes_new=0 ...` in serve's log: the problem line is a
+    warning now, once, when it first appears (not again on every later import)."""
+    import logging
+
+    from mindnet import Resident, Settings
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "ok.md").write_text("# Ok\n\nfine words\n", encoding="utf-8")
+    resident = Resident(vault, Settings(), watch=False, e5=False, embedder=FakeEmbedder())
+    caplog.set_level(logging.WARNING, logger="mindnet.serve")
+    try:
+        resident.start().result(timeout=120)
+        (vault / "bad.md").write_bytes(b"# Bad\n\x00\n")
+        resident.request_import().result(timeout=120)
+        resident.request_import().result(timeout=120)
+    finally:
+        resident.stop()
+    said = [r.getMessage() for r in caplog.records if "bad.md" in r.getMessage()]
+    assert len(said) == 1 and said[0].startswith("bad.md:") and ": error: " in said[0], said

@@ -131,6 +131,8 @@ class Resident:
         self._wanted = False
         self._full = False
         self._threads: list[threading.Thread] = []
+        self._problems: frozenset[str] = frozenset()
+        """The previous import's problem lines: each is logged when it first appears, not on every save."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -215,9 +217,19 @@ class Resident:
         log.info("import notes_new=%d notes_changed=%d notes_deleted=%d chunks_embedded=%d seconds=%.2f",
                  summary.notes_new, summary.notes_changed, summary.notes_deleted, summary.chunks_embedded,
                  summary.seconds)
+        self._log_new_problems(summary.problems)
         for future in waiting:
             future.set_result(summary)
         return True
+
+    def _log_new_problems(self, problems: list[str]) -> None:
+        """One warning per problem line (a note that failed to read, a skipped duplicate) new since the
+        previous import: a bad save under watch mode said only `notes_new=0` before. Lines are already
+        one printable line each (`NoteProblem.one_line`)."""
+        for line in problems:
+            if line not in self._problems:
+                log.warning("%s", line)
+        self._problems = frozenset(problems)
 
     def _e5_step(self) -> bool:
         """Fill the e5 tier until an import waits or it is complete; True when there was work."""
