@@ -85,6 +85,7 @@ def _long_running(vault: Path, config: Path | None, store: Path | None) -> Setti
     import logging
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # "1 change detected" on every save; ours says which
     settings = settings_for(vault, config, store=store)
     if not vault.is_dir():
         raise MindnetError(f"vault not found: {vault}")
