@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mindnet import MindnetError
 from mindnet.client import _parse_response
@@ -22,3 +24,15 @@ def test_a_chunked_response_is_joined() -> None:
 def test_no_answer_is_one_clear_error(raw: bytes) -> None:
     with pytest.raises(MindnetError, match="the server at u"):
         _parse_response(raw, "u")
+
+
+@given(st.binary(max_size=60))
+def test_any_chunked_body_is_read_or_one_clear_error(body: bytes) -> None:
+    """A malformed chunk size (from whatever listens at server.json's address) was a ValueError traceback."""
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + body
+    try:
+        status, _ = _parse_response(raw, "u")
+    except MindnetError as exc:
+        assert str(exc) == "the server at u sent a malformed chunked answer"
+    else:
+        assert status == 200

@@ -90,7 +90,10 @@ def _parse_response(raw: bytes, url: str) -> tuple[int, bytes]:
         raise MindnetError(f"the server at {url} sent no HTTP answer") from None
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
     if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = _dechunk(body)
+        try:
+            body = _dechunk(body)
+        except ValueError:  # whatever listens at server.json's address may not be mindnet
+            raise MindnetError(f"the server at {url} sent a malformed chunked answer") from None
     return status, body
 
 
