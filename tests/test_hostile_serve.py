@@ -370,6 +370,19 @@ def test_a_long_note_is_read_in_bounded_pieces_that_join_up(index: Index) -> Non
     assert "\n".join(pieces) == whole["text"]
 
 
+@given(st.lists(st.tuples(st.text(max_size=50), st.text(max_size=50)), max_size=60), st.integers(1, 2_000))
+def test_the_section_list_beside_a_bounded_text_is_bounded_too(names: list[tuple[str, str]], limit: int) -> None:
+    """A note of 50,000 headings made the section list the bulk of a 40,000-character read answer."""
+    from mindnet.api import _sections_within
+
+    sections = [{"path": p, "title": t, "line": i, "end_line": i} for i, (p, t) in enumerate(names)]
+    kept = _sections_within(sections, limit)
+    assert kept == sections[:len(kept)]
+    assert sum(len(s["path"]) + len(s["title"]) + 40 for s in kept) <= limit
+    assert len(kept) == len(sections) or sum(len(s["path"]) + len(s["title"]) + 40
+                                             for s in sections[:len(kept) + 1]) > limit
+
+
 def test_the_mcp_read_tool_asks_for_a_bounded_text_and_says_where_to_go_on() -> None:
     from mindnet.mcp.tools import READ_CHARS, tool_functions
 

@@ -157,6 +157,20 @@ def _clipped(text: str, starts: list[int], first: int, max_chars: int) -> tuple[
     return fits, _lines(text, starts, first, fits)
 
 
+def _sections_within(sections: list[dict[str, Any]], max_chars: int) -> list[dict[str, Any]]:
+    """The first sections whose names fit in `max_chars` characters (each counted with 40 for its numbers).
+
+    `max_chars` bounds a tool answer's text; a note made of 50,000 headings made the section list,
+    not the text, the answer's bulk. A reader asks for a section by name, so the list may stop early.
+    """
+    used = 0
+    for i, sec in enumerate(sections):
+        used += len(str(sec.get("path", ""))) + len(str(sec.get("title", ""))) + 40
+        if used > max_chars:
+            return sections[:i]
+    return sections
+
+
 def _pick_section(sections: list[dict[str, Any]], wanted: str, title: str) -> dict[str, Any]:
     """The section named by a title or a path, case-insensitive; a miss lists the closest ones."""
     key = wanted.strip().casefold()
@@ -520,6 +534,7 @@ class Index:
         if truncated:
             end, text = _clipped(fulltext, starts, start - first, cast(int, max_chars))
             end += first
+        listed = _sections_within(sections, max_chars) if max_chars is not None else sections
         keep = ("note_id", "title", "path", "type", "status", "tags", "aliases", "lang", "created", "updated")
         return {
             "note": {key: note.get(key) for key in keep},
@@ -528,7 +543,8 @@ class Index:
             "line_end": end,
             "text": text,
             "truncated": truncated,
-            "sections": sections,
+            "sections": listed,
+            "sections_truncated": len(listed) < len(sections),
         }
 
     def overview(self, top: int = 10) -> dict[str, Any]:

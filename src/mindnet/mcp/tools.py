@@ -72,6 +72,8 @@ class ReadResult(BaseModel):
     truncated: bool = False
     """The text stops at `line_end`, short of what was asked for; read on from `line_end + 1`."""
     sections: list[Section]
+    sections_truncated: bool = False
+    """The note has more sections than fit beside the text; ask for one by name or by lines."""
 
 
 class Link(BaseModel):
