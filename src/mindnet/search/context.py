@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ..embedding import Embedder
 from ..store import Store
-from ..text import fence_opener, fence_spans
+from ..text import FenceSpan, fence_opener, fence_spans
 
 if TYPE_CHECKING:  # searcher imports this module; Hit is only an annotation here
     from .searcher import Hit
@@ -203,12 +203,13 @@ def _fit(head: str, text: str, budget: int, tokenizer: TokenCounter) -> str | No
         return None
     cuts = [i for i, ch in enumerate(text) if ch == "\n"]
     words = [i for i, ch in enumerate(text) if ch.isspace()]
+    fences = fence_spans(text)  # once: every probe of the search below asks which block a cut falls in
 
     def best(points: list[int]) -> int | None:
         lo, hi, found = 0, len(points) - 1, None
         while lo <= hi:
             mid = (lo + hi) // 2
-            if tokenizer.count(f"{head}\n{_cut(text, points[mid])}") <= budget:
+            if tokenizer.count(f"{head}\n{_cut(text, points[mid], fences)}") <= budget:
                 found, lo = points[mid], mid + 1
             else:
                 hi = mid - 1
@@ -223,17 +224,18 @@ def _fit(head: str, text: str, budget: int, tokenizer: TokenCounter) -> str | No
         return None
     if tokenizer.count(text[:at].rstrip()) < _MIN_PASSAGE_TOKENS:
         return None
-    return _cut(text, at)
+    return _cut(text, at, fences)
 
 
-def _cut(text: str, at: int) -> str:
+def _cut(text: str, at: int, fences: Sequence[FenceSpan]) -> str:
     """`text[:at]` with the cut marked, and a code fence the cut leaves open closed again.
 
     Why: a passage cut inside a fenced block left an unclosed fence, so everything after it in the
     LLM's prompt (the next passages, the question) read as code. The marker goes after the fence.
+    `fences` are `text`'s fenced blocks (`fence_spans`).
     """
     piece = text[:at].rstrip()
-    for span in fence_spans(text):
+    for span in fences:
         if span.start < at < span.end:
             fence = fence_opener(text[span.start:span.inner_start].rstrip("\r\n")) or "```"
             return f"{piece}\n{fence}\n…"
