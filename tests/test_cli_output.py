@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from cli_run import one_note_vault, run
-from mindnet import Hit, MindnetError, NotFoundError, VaultNotFoundError, cli
+from mindnet import Hit, MindnetError, NotFoundError, VaultNotFoundError, check_date, cli
 from mindnet.api import Index
 from mindnet.cli_core import error_line
 from mindnet.search.filters import ISO_DATE, SearchFilters
@@ -178,14 +178,14 @@ def date_shapes(moment: datetime.datetime) -> list[str]:
 @given(st.datetimes(min_value=datetime.datetime(1000, 1, 1)))
 def test_every_iso_shape_of_any_moment_is_accepted(moment: datetime.datetime) -> None:
     for value in date_shapes(moment):
-        cli._check_date("--from", value)
+        check_date("--from", value)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(max_size=40))
 def test_any_text_is_accepted_or_refused_with_the_flag_named(value: str) -> None:
     try:
-        cli._check_date("--from", value)
+        check_date("--from", value)
     except MindnetError as exc:
         assert str(exc).startswith("--from needs an ISO date")
     else:
@@ -193,7 +193,7 @@ def test_any_text_is_accepted_or_refused_with_the_flag_named(value: str) -> None
 
 
 def test_the_store_reads_every_accepted_shape(capsys: pytest.CaptureFixture[str], vault: Path) -> None:
-    """The real store and model: what `_check_date` lets through must not fail inside Qdrant."""
+    """The real store and model: what `check_date` lets through must not fail inside Qdrant."""
     assert run(capsys, "import", str(vault))[0] == 0
     for value in date_shapes(datetime.datetime(2025, 9, 3, 10, 5, 7, 250000)):
         code, out, err = run(capsys, "search", "text", "--vault", str(vault), "--from", value, "--to", value, "--json")

@@ -334,13 +334,6 @@ def _check_query(query: str) -> None:
         raise MindnetError("the query is empty: give the words to search for")
 
 
-def _check_date(flag: str, value: str | None) -> None:
-    """Refuse a date the store cannot read under the flag's name, before a store or server is opened."""
-    from . import check_date
-
-    check_date(flag, value)
-
-
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Only notes of this type (repeatable).")]
 TagOpt = Annotated[list[str] | None, typer.Option(
     "--tag", help="Only notes with this tag or one nested in it (repeatable: all).")]
@@ -369,9 +362,11 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion."""
+    from . import check_date
+
     _check_query(query)
-    for flag, value in (("--from", date_from), ("--to", date_to)):
-        _check_date(flag, value)
+    for flag, value in (("--from", date_from), ("--to", date_to)):  # before a store or server is opened
+        check_date(flag, value)
     settings = settings_for(vault, config, store=store)
     remote = _remote(vault, settings)
     if remote is not None:
