@@ -19,7 +19,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mindnet"
 
 STAGES: tuple[tuple[str, ...], ...] = (
-    ("errors", "text", "config"),
+    ("version", "errors", "text", "config"),
     ("frontmatter", "file_stat", "language", "vault", "vault_paths", "note_cache"),
     ("markdown",),
     ("links",),

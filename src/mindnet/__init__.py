@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__
 
 _EXPORTS: dict[str, str] = {
     # reading and chunking

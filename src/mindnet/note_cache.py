@@ -30,10 +30,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import __version__, frontmatter, text, vault
+from . import frontmatter, text, vault
 from .config import Settings
 from .file_stat import StatKey, is_racy, stat_key
 from .vault import Note
+from .version import __version__
 
 SCHEMA = 1
 """Bump when `Note` or how a file becomes a `Note` changes, to drop every cached entry."""
