@@ -47,6 +47,11 @@ from mindnet.search import Searcher
 GOLDEN = Path(__file__).parent / "golden"
 MIXED_SEED = 15
 """Seed of the mixed vault's language draw (issue 15): fixed, so every run sees the same vault."""
+FOAM_DE = Path(__file__).parent / "corpora" / "foam-docs-de" / "vault"
+"""foam-docs translated into German at the same paths (bench data, see its SOURCE.md): a help vault of
+short notes with many sections, in German, for English questions on German notes (issue 25)."""
+FOAM_MIXED_SEED = 25
+"""Seed of the mixed foam vault's draw: a third of the notes German, as a user who writes in both would."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +72,16 @@ class CellSpec:
 CELLS: tuple[CellSpec, ...] = (
     CellSpec("foam en→en", "foam", "foam-docs.jsonl", exclude=("multilingual",)),
     CellSpec("foam de→en", "foam", "foam-docs.jsonl", categories=("multilingual",)),
+    CellSpec("foam en→de", "foam-de", "foam-docs.jsonl", exclude=("multilingual",)),
+    CellSpec("foam de→de", "foam-de", "foam-docs.jsonl", categories=("multilingual",)),
+    CellSpec("foam en→mixed", "foam-mixed", "foam-docs.jsonl", exclude=("multilingual",)),
+    CellSpec("foam de→mixed", "foam-mixed", "foam-docs.jsonl", categories=("multilingual",)),
+    CellSpec("foamq en→en", "foam", "foam-natural-en.jsonl"),
+    CellSpec("foamq en→de", "foam-de", "foam-natural-en.jsonl"),
+    CellSpec("foamq en→mixed", "foam-mixed", "foam-natural-en.jsonl"),
+    CellSpec("foamq de→en", "foam", "foam-natural-de.jsonl"),
+    CellSpec("foamq de→de", "foam-de", "foam-natural-de.jsonl"),
+    CellSpec("foamq de→mixed", "foam-mixed", "foam-natural-de.jsonl"),
     CellSpec("rust de→de", "rust-de", "rustbook-de.jsonl"),
     CellSpec("rust de→en", "rust-en", "rustbook-de.jsonl"),
     CellSpec("rust en→en", "rust-en", "rustbook-en.jsonl"),
@@ -143,10 +158,28 @@ def mixed_vault(folder: Path, seed: int = MIXED_SEED) -> Path:
     return folder
 
 
+def foam_mixed_vault(folder: Path, seed: int = FOAM_MIXED_SEED) -> Path:
+    """Copies of the foam-docs notes under `folder`, a third of them (drawn once by `seed`) from the German
+    translation at the same path, so every judgement (a note path) holds. Rewritten only when missing or
+    different."""
+    en = CORPORA / "foam-docs/vault"
+    rels = sorted(p.relative_to(en).as_posix() for p in en.rglob("*.md"))
+    german = set(random.Random(seed).sample(rels, len(rels) // 3))
+    for rel in rels:
+        src, dst = (FOAM_DE if rel in german else en) / rel, folder / rel
+        text = src.read_bytes()
+        if not dst.is_file() or dst.read_bytes() != text:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(text)
+    return folder
+
+
 def corpus_paths(work: Path, xquad_n: int | None) -> dict[str, tuple[Path, Path]]:
     """Corpus key -> (vault folder, store folder); XQuAD vaults are written here as notes."""
     out = {
         "foam": (CORPORA / "foam-docs/vault", work / "foam-docs"),
+        "foam-de": (FOAM_DE, work / "foam-docs-de"),
+        "foam-mixed": (work / "foam-mixed-vault", work / "foam-mixed"),
         "rust-de": (CORPORA / "rustbook-de/src", work / "rustbook-de"),
         "rust-en": (CORPORA / "rustbook-en/src", work / "rustbook-en"),
         "rust-mixed": (work / "rustbook-mixed-vault", work / "rustbook-mixed"),
@@ -179,6 +212,8 @@ def open_corpora(stack: contextlib.ExitStack, work: Path, embedder: Embedder, se
         key: dict[str, str] | None = None
         if name == "rust-mixed":
             mixed_vault(vault)
+        if name == "foam-mixed":
+            foam_mixed_vault(vault)
         if name == "msdocs":
             msdocs_vault(vault)
         if name.startswith("xquad-"):

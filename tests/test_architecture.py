@@ -27,7 +27,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("graph",),
     ("embedding", "e5_fast", "use_fast"),
     ("store",),
-    ("points", "quality_tier", "sync"),
+    ("retrieval_text", "points", "quality_tier", "sync"),
     ("titles", "search"),
     ("api", "reading"),
     ("lint", "evaluation", "service", "address"),

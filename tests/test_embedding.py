@@ -81,19 +81,21 @@ def test_cache_hit_avoids_the_model(tmp_path, use: UseEmbedder) -> None:
     cached = CachedEmbedder(use, cache)
     before = use.calls
     first = cached.embed_passages([*TEXTS, TEXTS[1]])  # a duplicate in the batch is embedded once
-    assert use.calls - before == len(TEXTS)
-    assert cached.misses == len(TEXTS)
-    assert cache.count(use.model_id) == len(TEXTS)
+    texts = [t for t in TEXTS if t]  # the empty text is the zero vector: no model call, no cache row
+    assert use.calls - before == len(texts)
+    assert cached.misses == len(texts)
+    assert cache.count(use.model_id) == len(texts)
+    assert not first[TEXTS.index("")].any()
 
     again = cached.embed_passages(list(reversed(TEXTS)))
-    assert use.calls - before == len(TEXTS)
+    assert use.calls - before == len(texts)
     assert np.array_equal(again, first[: len(TEXTS)][::-1])
     cache.close()
 
     # Persistent: a new process (new cache object) still hits; only the new text reaches the model.
     cached = CachedEmbedder(use, EmbeddingCache(tmp_path / "embeddings.sqlite"))
     out = cached.embed_passages([TEXTS[2], "ein ganz neuer Text"])
-    assert use.calls - before == len(TEXTS) + 1
+    assert use.calls - before == len(texts) + 1
     assert (cached.hits, cached.misses) == (1, 1)
     assert np.array_equal(out[0], first[2])
     assert cached.model_id == use.model_id and cached.dim == 512

@@ -585,8 +585,11 @@ class CachedEmbedder(WrappedEmbedder):
         """Distinct passages sent to the model since creation."""
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
+        """Vectors of `texts`, from the cache where it has them; an empty text (a chunk without prose,
+        `points.embedding_input`) is the zero vector, never sent to the model nor cached."""
         hashes = [content_hash(t) for t in texts]
         found = self.cache.get_many(self.model_id, hashes)
+        found[content_hash("")] = np.zeros(self.dim, dtype=np.float32)
         todo: dict[str, str] = {}
         for h, t in zip(hashes, texts, strict=True):
             if h not in found:
@@ -597,7 +600,8 @@ class CachedEmbedder(WrappedEmbedder):
             self.cache.put_many(self.model_id, new)
             found.update(new)
         self.misses += len(todo)
-        self.hits += len(texts) - sum(1 for h in hashes if h in todo)
+        empty = content_hash("")
+        self.hits += sum(1 for h in hashes if h not in todo and h != empty)
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for i, h in enumerate(hashes):
             out[i] = found[h]

@@ -17,6 +17,7 @@ from .chunking.base import Chunk
 from .chunking.tokens import Tokenizer
 from .config import Settings
 from .links import Link, Resolver, transclusions
+from .retrieval_text import retrieval_text
 
 if TYPE_CHECKING:
     from .store import Bm25Shape, PointRecord, SparseVec
@@ -71,19 +72,25 @@ class Transcluder:
 
 
 def embedding_input(chunk: Chunk, settings: Settings, transcluded: Transcluded = ()) -> str:
-    """What the model sees: the chunk text, optionally after the note title and section (R19).
+    """What the model sees: the chunk's retrieval text, optionally after the note title and section (R19).
 
-    Embedded text (`![[note]]`) follows the chunk's own text, so the host is found by it too.
+    Embedded text (`![[note]]`) follows the chunk's own text, so the host is found by it too. Empty
+    when the chunk has no prose of its own (`retrieval_text`): such a chunk is stored but not embedded.
     """
-    body = "\n\n".join([chunk.text, *(text for _, text in transcluded)])
-    return with_heading(body, chunk.note_title, chunk.section_title, settings)
+    own = retrieval_text(chunk.text)
+    if not own:
+        return ""
+    body = "\n\n".join([own, *(retrieval_text(text) for _, text in transcluded)])
+    return with_heading(body.strip(), chunk.note_title, chunk.section_title, settings)
 
 
 def stored_embedding_input(payload: dict[str, Any], settings: Settings) -> str:
-    """The e5 tier's input, rebuilt from a stored chunk: title and section before the text."""
-    return with_heading(
-        str(payload["text"]), payload.get("note_title") or "", payload.get("section_title") or "", settings
-    )
+    """The e5 tier's input, rebuilt from a stored chunk: title and section before its retrieval text
+    ("" for a chunk without prose, which has no vector of either tier)."""
+    own = retrieval_text(str(payload["text"]))
+    if not own:
+        return ""
+    return with_heading(own, payload.get("note_title") or "", payload.get("section_title") or "", settings)
 
 
 def with_heading(body: str, note_title: str, section_title: str, settings: Settings) -> str:
@@ -110,8 +117,13 @@ def _opening_heading(body: str) -> str:
 
 
 def lexical_input(chunk: Chunk, transcluded: Transcluded = ()) -> str:
-    """What BM25 indexes: title, section path, text and embedded text, so a title word finds its note (R22)."""
-    parts = [chunk.note_title, chunk.section_path.replace("/", " "), chunk.text, *(text for _, text in transcluded)]
+    """What BM25 indexes: title, section path, retrieval text and embedded text, so a title word finds
+    its note (R22); empty for a chunk without prose, which would otherwise match by its title alone."""
+    own = retrieval_text(chunk.text)
+    if not own:
+        return ""
+    parts = [chunk.note_title, chunk.section_path.replace("/", " "), own,
+             *(retrieval_text(text) for _, text in transcluded)]
     return "\n".join(parts)
 
 
@@ -150,6 +162,7 @@ def contextual_vectors(chunks: Sequence[Chunk], vectors: Sequence[Sequence[float
         mixed += weight * _unit(_group_means(own, [section_key(c) for c in chunks]))
     if note_tokens > 0:
         mixed += context_weights(chunks, note_tokens)[:, None] * _unit(_group_means(own, [c.note_id for c in chunks]))
+    mixed[~own.any(axis=1)] = 0.0  # a chunk without prose was not embedded: it stays without a vector
     return _unit(mixed).tolist()
 
 
@@ -186,7 +199,7 @@ def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transc
     keep their own text so an exact match still finds the chunk that holds it. `shape` is BM25's
     document constants (None: the import's `CHUNK_BM25`; `bench/bm25_shape.py` tries others).
     """
-    from .store import CHUNK_BM25, lexical_document
+    from .store import CHUNK_BM25, SparseVec, lexical_document
 
     shape = shape or CHUNK_BM25
     members: dict[tuple[str, str], list[Chunk]] = {}
@@ -200,9 +213,11 @@ def contextual_lexical(chunks: Sequence[Chunk], transcluded: Mapping[str, Transc
         if group is None:
             text = lexical_input(c, transcluded.get(c.chunk_id, ()))
         else:
-            text = "\n".join([c.note_title, section_key(c)[1].replace("/", " "),
-                              *(t for g in group for t in (g.text, *(x for _, x in transcluded.get(g.chunk_id, ()))))])
-        out.append(lexical_document(text, c.lang, shape))  # one encoding per chunk, its own or its section's
+            prose = [retrieval_text(t) for g in group
+                     for t in (g.text, *(x for _, x in transcluded.get(g.chunk_id, ())))]
+            text = "\n".join([c.note_title, section_key(c)[1].replace("/", " "), *prose]) if any(prose) else ""
+        # one encoding per chunk, its own or its section's; none for a chunk (or section) without prose
+        out.append(lexical_document(text, c.lang, shape) if text else SparseVec((), ()))
     return out
 
 
@@ -266,12 +281,13 @@ def chunk_point(chunk: Chunk, vector: Sequence[float], transcluded: Transcluded 
 
     if lexical is None:
         text = lexical_input(chunk, transcluded) if lexical_text is None else lexical_text
-        lexical = lexical_document(text, chunk.lang)
+        lexical = lexical_document(text, chunk.lang) if text else None
+    has_vector = bool(np.any(np.asarray(vector, dtype=np.float32)))  # a chunk without prose has the zero vector
     return PointRecord(
         chunk.chunk_id,
         chunk_payload(chunk, transcluded),
-        vectors={DENSE_VECTOR: vector},
-        sparse={SPARSE_VECTOR: lexical},
+        vectors={DENSE_VECTOR: vector} if has_vector else {},
+        sparse={SPARSE_VECTOR: lexical} if lexical is not None and lexical.indices else {},
     )
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .config import Settings
 from .embedding import Embedder
-from .points import E5_VECTOR, stored_embedding_input
+from .points import DENSE_VECTOR, E5_VECTOR, stored_embedding_input
 from .store import PointRecord, Store, StoreSchema, VectorSpec
 
 E5_MODEL = "e5"
@@ -82,7 +82,7 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
     store.ensure(StoreSchema(vectors=(VectorSpec(E5_VECTOR, embedder.model_id, embedder.dim),)))
     missing: list[tuple[int, str]] = []
     for p in store.scroll("chunks", with_vectors=True):
-        if E5_VECTOR not in p.vectors:
+        if E5_VECTOR not in p.vectors and DENSE_VECTOR in p.vectors:  # a chunk without prose has neither
             missing.append((len(p.payload.get("text", "")), p.id))
     missing.sort()
     total = len(missing)

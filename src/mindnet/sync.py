@@ -59,6 +59,7 @@ from .points import (
     sync_state,
 )
 from .quality_tier import E5Mark
+from .retrieval_text import RETRIEVAL_TEXT_VERSION
 from .store import AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec, bm25_shape, shape_fingerprint
 from .text import content_hash
 from .vault import Note, NoteProblem, read_vault
@@ -151,6 +152,7 @@ def chunking_hash(settings: Settings) -> str:
                     *([settings.dense_note_tokens] if settings.dense_note_tokens else [])],  # off: old hash
         "languages": list(settings.languages),
         "chunker": CHUNKER_VERSION,
+        "retrieval": RETRIEVAL_TEXT_VERSION,
         "edges": EDGE_LAYOUT,
     }
     if bm25 := shape_fingerprint(bm25_shape(settings.lexical_shape)):  # absent at the engine's: old stores stay
