@@ -13,7 +13,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from ..errors import StoreError
-from .lexical import SPARSE_VECTOR
+from .lexical import SPARSE_VECTOR, SPARSE_VECTORS
 from .records import (
     COLLECTIONS,
     ID_FIELDS,
@@ -83,7 +83,7 @@ class Store(ABC):
         _check_schema(stored, schema, self.describe())
         vectors = dict(stored["vectors"])
         for spec in schema.vectors:
-            vectors[spec.name] = {"model_id": spec.model_id, "dim": spec.dim}
+            vectors[spec.name] = {"model_id": spec.model_id, "dim": spec.dim, **({"multi": True} if spec.multi else {})}
         meta = {"schema_version": schema.schema_version, "chunking_hash": schema.chunking_hash,
                 "vectors": vectors}
         # Meta first: a crash before the collections exist leaves a record that matches what the
@@ -92,14 +92,19 @@ class Store(ABC):
             self._write_meta(meta)
         self._meta = meta
         for name in COLLECTIONS:
-            dense = {n: v["dim"] for n, v in vectors.items()} if name == "chunks" else {}
+            dense = {n: (v["dim"], bool(v.get("multi"))) for n, v in vectors.items()} if name == "chunks" else {}
+            sparse = SPARSE_VECTORS[name]
             if not self._exists(name):
-                self._create(name, dense)
+                self._create(name, dense, sparse)
             else:
                 have = self._dense_names(name)
-                for vec_name, dim in dense.items():
+                for vec_name, (dim, multi) in dense.items():
                     if vec_name not in have:
-                        self._add_dense(name, vec_name, dim)
+                        self._add_dense(name, vec_name, dim, multi)
+                have_sparse = self._sparse_names(name)
+                for vec_name in sparse:
+                    if vec_name not in have_sparse:
+                        self._add_sparse(name, vec_name)
             self._index(name, KEYWORD_INDEXES.get(name, ()), TEXT_INDEXES.get(name, ()))
 
     def check(self, schema: StoreSchema) -> bool:
@@ -129,7 +134,8 @@ class Store(ABC):
         if raw is None:
             return None
         return StoreSchema(
-            vectors=tuple(VectorSpec(n, v["model_id"], v["dim"]) for n, v in sorted(raw["vectors"].items())),
+            vectors=tuple(VectorSpec(n, v["model_id"], v["dim"], bool(v.get("multi")))
+                          for n, v in sorted(raw["vectors"].items())),
             chunking_hash=raw["chunking_hash"],
             schema_version=raw["schema_version"],
         )
@@ -176,14 +182,16 @@ class Store(ABC):
         written = 0
         batch: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, SparseVec]]] = []
         id_field = ID_FIELDS[collection]
+        multi = self._multi(collection)
         for rec in points:
             for name, vec in rec.vectors.items():
                 if name not in dims:
                     raise StoreError(f"{collection}: no dense vector named {name!r} in {self.describe()}; "
                                      f"known: {sorted(dims)}")
-                if len(vec) != dims[name]:
-                    raise StoreError(f"{collection}/{rec.id}: vector {name!r} has {len(vec)} dimensions, "
-                                     f"the store expects {dims[name]}")
+                for row in (vec if name in multi else [vec]):
+                    if len(row) != dims[name]:
+                        raise StoreError(f"{collection}/{rec.id}: vector {name!r} has {len(row)} dimensions, "
+                                         f"the store expects {dims[name]}")
             payload = dict(rec.payload)
             if payload.setdefault(id_field, rec.id) != rec.id:
                 raise StoreError(f"{collection}: payload {id_field}={payload[id_field]!r} differs from id {rec.id!r}")
@@ -265,10 +273,14 @@ class Store(ABC):
     def search_dense(self, collection: CollectionName, using: str, vector: Sequence[float], *,
                      limit: int = 10, flt: Filter | None = None,
                      score_threshold: float | None = None) -> list[ScoredPoint]:
-        """Nearest points by cosine on the named dense vector; points without it are never returned."""
+        """Nearest points by cosine on the named dense vector; points without it are never returned.
+        On a multivector a point scores by its closest vector (MaxSim with the one query vector)."""
         self._check_collection(collection)
         self._check_dense(collection, using, vector)
-        return self._search(collection, ("dense", using, _as_list(vector)), limit, flt, score_threshold)
+        query: Any = _as_list(vector)
+        if using in self._multi(collection):
+            query = [query]
+        return self._search(collection, ("dense", using, query), limit, flt, score_threshold)
 
     def search_sparse(self, collection: CollectionName, vector: SparseVec, *, limit: int = 10,
                       flt: Filter | None = None, using: str = SPARSE_VECTOR) -> list[ScoredPoint]:
@@ -313,6 +325,13 @@ class Store(ABC):
             return {}
         return {n: v["dim"] for n, v in self._meta["vectors"].items()}
 
+    def _multi(self, collection: str) -> set[str]:
+        """The collection's multivector names."""
+        assert self._meta is not None
+        if collection != "chunks":
+            return set()
+        return {n for n, v in self._meta["vectors"].items() if v.get("multi")}
+
     def _check_dense(self, collection: str, using: str, vector: Sequence[float]) -> None:
         dims = self._dims(collection)
         if using not in dims:
@@ -335,13 +354,19 @@ class Store(ABC):
     @abstractmethod
     def _exists(self, collection: str) -> bool: ...
     @abstractmethod
-    def _create(self, collection: str, dense: Mapping[str, int]) -> None: ...
+    def _create(self, collection: str, dense: Mapping[str, tuple[int, bool]], sparse: Sequence[str]) -> None: ...
     @abstractmethod
     def _drop(self, collection: str) -> None: ...
     @abstractmethod
     def _dense_names(self, collection: str) -> set[str]: ...
     @abstractmethod
-    def _add_dense(self, collection: str, name: str, dim: int) -> None: ...
+    def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None: ...
+
+    @abstractmethod
+    def _sparse_names(self, collection: str) -> set[str]: ...
+
+    @abstractmethod
+    def _add_sparse(self, collection: str, name: str) -> None: ...
     @abstractmethod
     def _index(self, collection: str, keywords: Sequence[str], texts: Sequence[str]) -> None: ...
     @abstractmethod
@@ -389,6 +414,9 @@ def _check_schema(stored: Mapping[str, Any], schema: StoreSchema, where: str) ->
             diffs.append(f"vector {spec.name!r}: model {old['model_id']} (store) vs {spec.model_id} (this run)")
         if old["dim"] != spec.dim:
             diffs.append(f"vector {spec.name!r}: dimension {old['dim']} (store) vs {spec.dim} (this run)")
+        if bool(old.get("multi")) != spec.multi:
+            diffs.append(f"vector {spec.name!r}: {'multi' if old.get('multi') else 'single'} (store) vs "
+                         f"{'multi' if spec.multi else 'single'} (this run)")
     if diffs:
         raise StoreError(
             f"store {where} was built differently: {'; '.join(diffs)}. Re-import with "

@@ -136,11 +136,12 @@ class ClientStore(Store):
         return self._client.collection_exists(self._name(collection))
 
     @server_call("create collection")
-    def _create(self, collection: str, dense: Mapping[str, int]) -> None:
+    def _create(self, collection: str, dense: Mapping[str, tuple[int, bool]], sparse: Sequence[str]) -> None:
         self._client.create_collection(
             self._name(collection),
-            vectors_config={n: qm.VectorParams(size=d, distance=qm.Distance.COSINE) for n, d in dense.items()},
-            sparse_vectors_config={SPARSE_VECTOR: qm.SparseVectorParams(modifier=qm.Modifier.IDF)},
+            vectors_config={n: qm.VectorParams(size=d, distance=qm.Distance.COSINE, multivector_config=_multi(m))
+                            for n, (d, m) in dense.items()},
+            sparse_vectors_config={n: qm.SparseVectorParams(modifier=qm.Modifier.IDF) for n in sparse},
             hnsw_config=qm.HnswConfigDiff(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct),
             shard_number=self.shard_number,
             replication_factor=self.replication_factor,
@@ -156,9 +157,18 @@ class ClientStore(Store):
         return set(vectors) if isinstance(vectors, dict) else set()
 
     @server_call("add a vector to collection")
-    def _add_dense(self, collection: str, name: str, dim: int) -> None:
+    def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:
         self._client.create_vector_name(self._name(collection), name, qm.DenseVectorNameConfig(
-            dense=qm.DenseVectorConfig(size=dim, distance=qm.Distance.COSINE)))
+            dense=qm.DenseVectorConfig(size=dim, distance=qm.Distance.COSINE, multivector_config=_multi(multi))))
+
+    @server_call("read the sparse vectors of collection")
+    def _sparse_names(self, collection: str) -> set[str]:
+        return set(self._client.get_collection(self._name(collection)).config.params.sparse_vectors or {})
+
+    @server_call("add a sparse vector to collection")
+    def _add_sparse(self, collection: str, name: str) -> None:
+        self._client.create_vector_name(self._name(collection), name, qm.SparseVectorNameConfig(
+            sparse=qm.SparseVectorConfig(modifier=qm.Modifier.IDF)))
 
     @server_call("create payload indexes in collection")
     def _index(self, collection: str, keywords: Sequence[str], texts: Sequence[str]) -> None:
@@ -285,3 +295,8 @@ def _client_filter(flt: Filter | None) -> qm.Filter | None:
         should=[_client_condition(c) for c in flt.should] or None,
         must_not=[_client_condition(c) for c in flt.must_not] or None,
     )
+
+
+def _multi(multi: bool) -> Any:
+    """The server's multivector setting: a point scores by its best vector (MaxSim)."""
+    return qm.MultiVectorConfig(comparator=qm.MultiVectorComparator.MAX_SIM) if multi else None

@@ -73,10 +73,11 @@ class EdgeStore(Store):
             self._shards[collection] = shard
         return shard
 
-    def _create(self, collection: str, dense: Mapping[str, int]) -> None:
+    def _create(self, collection: str, dense: Mapping[str, tuple[int, bool]], sparse: Sequence[str]) -> None:
         config = qe.EdgeConfig(
-            vectors={n: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine) for n, d in dense.items()},
-            sparse_vectors={SPARSE_VECTOR: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            vectors={n: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine, multivector_config=_multi(m))
+                     for n, (d, m) in dense.items()},
+            sparse_vectors={n: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for n in sparse},
             # full_scan_threshold (KB of vectors) is required by the binding; 10000 is Qdrant's default.
             hnsw_config=qe.HnswIndexConfig(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct,
                                            full_scan_threshold=10_000),
@@ -98,8 +99,16 @@ class EdgeStore(Store):
         self._shard(collection)  # take the lock early: a busy store fails here, not mid-import
         return set(config.get("vectors") or {})
 
-    def _add_dense(self, collection: str, name: str, dim: int) -> None:
-        self._shard(collection).update(qe.UpdateOperation.create_dense_vector(name, dim, qe.Distance.Cosine))
+    def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:
+        self._shard(collection).update(qe.UpdateOperation.create_dense_vector(
+            name, dim, qe.Distance.Cosine, multivector_config=_multi(multi)))
+
+    def _sparse_names(self, collection: str) -> set[str]:
+        config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
+        return set(config.get("sparse_vectors") or {})
+
+    def _add_sparse(self, collection: str, name: str) -> None:
+        self._shard(collection).update(qe.UpdateOperation.create_sparse_vector(name, modifier=qe.Modifier.Idf))
 
     def _index(self, collection: str, keywords: Sequence[str], texts: Sequence[str]) -> None:
         shard = self._shard(collection)
@@ -183,6 +192,11 @@ class EdgeStore(Store):
         shards, self._shards = self._shards, {}
         for shard in shards.values():
             shard.close()
+
+
+def _multi(multi: bool) -> qe.MultiVectorConfig | None:
+    """Edge's multivector setting: a point scores by its best vector (MaxSim)."""
+    return qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim) if multi else None
 
 
 def _edge_error(path: Path, exc: Exception) -> StoreError:

@@ -26,6 +26,12 @@ if TYPE_CHECKING:
 SPARSE_VECTOR = "bm25"
 """Name of the lexical sparse vector. Every collection has it, because Edge needs at least one
 vector per shard and notes/edges carry no dense vector."""
+NOTE_SPARSE = "bm25_note"
+"""Name of the note-level lexical vector: a whole note's fielded BM25 document, held by the note's lead
+chunk only (`points.note_lexical`), so the engine's IDF counts notes, not chunks."""
+SPARSE_VECTORS: dict[str, tuple[str, ...]] = {"chunks": (SPARSE_VECTOR, NOTE_SPARSE), "notes": (SPARSE_VECTOR,),
+                                              "edges": (SPARSE_VECTOR,)}
+"""The sparse vectors of each collection (all with the IDF modifier)."""
 
 
 @dataclass(frozen=True, slots=True)

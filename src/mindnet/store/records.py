@@ -55,6 +55,9 @@ class VectorSpec:
     """Model and version (`use-multilingual-v3@0.2.1`): a different id means another vector space."""
     dim: int
     """Dimension; cosine distance always."""
+    multi: bool = False
+    """A multivector: each point holds several vectors of `dim` and scores by its best one (MaxSim),
+    e.g. a note's windows on its lead chunk (`points.NOTE_VECTOR`)."""
 
 
 @dataclass(frozen=True, slots=True)
