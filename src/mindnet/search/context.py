@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ..embedding import Embedder
 from ..store import Store
 from ..text import FenceSpan, fence_opener, fence_spans
-
-if TYPE_CHECKING:  # searcher imports this module; Hit is only an annotation here
-    from .searcher import Hit
+from .results import Hit
 
 
 class TokenCounter(Protocol):
