@@ -276,6 +276,9 @@ function layout(rows, center) {
 }
 
 const LABEL_CHARS = 22;
+const LABEL_PX = 11; // on screen, whatever the picture's scale
+const FRAME_X = 64; // room for labels beside the outermost notes, in picture units
+const FRAME_Y = 26;
 const LABEL_GAP = 3;
 const LABEL_HALO = 3.5; // the white outline (style.css: stroke-width 3px); the browser counts all of it on each side
 const SIDES = [[0, -1], [1, 0], [-1, 0], [0, 1]]; // above, right, left, below
@@ -297,6 +300,11 @@ function shortLabel(name) {
 
 function overlaps(a, b) {
   return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
+
+function within(inner, outer) {
+  return inner.x >= outer.x && inner.y >= outer.y && inner.x + inner.width <= outer.x + outer.width
+    && inner.y + inner.height <= outer.y + outer.height;
 }
 
 function radius(node) { return node.depth === 0 ? 9 : 6; }
@@ -325,7 +333,7 @@ function byImportance(nodes, rows) {
 // Labels around a hub note overlapped into one unreadable blob (issue 28). Each label takes the first
 // free side of its node (outward first), most important notes first; a label with no free side is
 // hidden and shows on hover or focus, and every node keeps its full title as a tooltip.
-function placeLabels(nodes, rows, measured) {
+function placeLabels(nodes, rows, measured, frame) {
   const taken = [...nodes.values()].map((n) => ({ ...dot(n), owner: n.id }));
   const placed = new Map();
   for (const node of byImportance(nodes, rows)) {
@@ -333,8 +341,8 @@ function placeLabels(nodes, rows, measured) {
     const out = node.depth === 0 ? [0, -1] : [Math.cos(node.angle), Math.sin(node.angle)];
     const sides = [...SIDES].sort((a, b) => (b[0] * out[0] + b[1] * out[1]) - (a[0] * out[0] + a[1] * out[1]));
     const boxes = sides.map((side) => labelBox(node, side, width, height));
-    const free = boxes.find((candidate) => !taken.some((other) => other.owner !== node.id
-      && overlaps(inked(candidate), other)));
+    const free = boxes.find((candidate) => within(inked(candidate), frame)
+      && !taken.some((other) => other.owner !== node.id && overlaps(inked(candidate), other)));
     placed.set(node.id, { box: free || boxes[0], shown: Boolean(free) });
     if (free) taken.push(inked(free));
   }
@@ -357,7 +365,6 @@ function drawGraph(container, rows, center, title, query) {
       class: `edge ${row.direction} ${row.status}` }));
   }
   const labels = new Map();
-  const measured = new Map();
   for (const node of nodes.values()) {
     const row = node.row;
     const resolved = node.depth === 0 || row.status === "resolved";
@@ -367,6 +374,7 @@ function drawGraph(container, rows, center, title, query) {
     group.append(svg("circle", { cx: node.x, cy: node.y, r: radius(node) }));
     const label = svg("text", { x: 0, y: 0, class: "label" }, shortLabel(name));
     group.append(label);
+    labels.set(node.id, label);
     if (node.depth > 0 && resolved) {
       const params = new URLSearchParams({ ref: node.id });
       if (query) params.set("q", query);
@@ -376,26 +384,48 @@ function drawGraph(container, rows, center, title, query) {
     } else {
       picture.append(group);
     }
-    const size = label.getBBox();
-    labels.set(node.id, { label, ascent: -size.y });
-    measured.set(node.id, { width: size.width, height: size.height });
   }
-  const placed = placeLabels(nodes, rows, measured);
-  const seen = [...nodes.values()].map(dot);
-  for (const [id, { box: where, shown }] of placed) {
-    const { label, ascent } = labels.get(id);
-    label.setAttribute("x", String(where.x));
-    label.setAttribute("y", String(where.y + ascent));
-    if (shown) seen.push(inked(where));
-    else label.classList.add("on-hover");
-  }
-  const left = Math.min(...seen.map((b) => b.x)) - 4;
-  const top = Math.min(...seen.map((b) => b.y)) - 4;
-  const right = Math.max(...seen.map((b) => b.x + b.width)) + 4;
-  const bottom = Math.max(...seen.map((b) => b.y + b.height)) + 4;
+  // The frame is the notes' extent and a margin for labels, fixed before any label is placed: labels
+  // that widened it shrank the whole picture, text included. Labels are sized to read as the
+  // page's small print at the picture's scale, and a label that leaves the frame is not shown.
+  const dots = [...nodes.values()].map(dot);
+  const left = Math.min(...dots.map((b) => b.x)) - FRAME_X;
+  const top = Math.min(...dots.map((b) => b.y)) - FRAME_Y;
+  const right = Math.max(...dots.map((b) => b.x + b.width)) + FRAME_X;
+  const bottom = Math.max(...dots.map((b) => b.y + b.height)) + FRAME_Y;
   picture.setAttribute("viewBox", `${left} ${top} ${right - left} ${bottom - top}`);
+  const scale = pictureScale(picture);
+  const size = scale > 0 && Number.isFinite(scale) ? LABEL_PX / scale : LABEL_PX;
+  const shown = arrangeLabels(picture, nodes, rows, labels, size, box(left, top, right - left, bottom - top));
   container.dataset.nodes = String(nodes.size);
-  container.dataset.labels = String([...placed.values()].filter((p) => p.shown).length);
+  container.dataset.labels = String(shown);
+}
+
+// Measure and place every label at `size` (picture units) inside `frame`; the number shown.
+function arrangeLabels(picture, nodes, rows, labels, size, frame) {
+  picture.style.fontSize = `${size}px`;
+  const measured = new Map();
+  const ascents = new Map();
+  for (const [id, label] of labels) {
+    const bbox = label.getBBox();
+    measured.set(id, { width: bbox.width, height: bbox.height });
+    ascents.set(id, bbox.y - Number(label.getAttribute("y")));
+  }
+  const placed = placeLabels(nodes, rows, measured, frame);
+  for (const [id, { box: where, shown }] of placed) {
+    const label = labels.get(id);
+    label.setAttribute("x", String(where.x));
+    label.setAttribute("y", String(where.y - ascents.get(id)));
+    if (!shown) label.classList.add("on-hover");
+  }
+  return [...placed.values()].filter((p) => p.shown).length;
+}
+
+// Screen pixels per picture unit (the svg keeps its aspect ratio inside its width and max-height).
+function pictureScale(picture) {
+  const view = picture.viewBox.baseVal;
+  const shown = picture.getBoundingClientRect();
+  return Math.min(shown.width / view.width, shown.height / view.height);
 }
 
 async function loadGraph(box) {
