@@ -32,7 +32,7 @@ _EXPORTS: dict[str, str] = {
     "Settings": "config", "load_settings": "config", "store_dir": "config", "prepare_store_dir": "config",
     "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors", "InputError": "errors",
     "ChunkingError": "errors", "StoreError": "errors", "NotFoundError": "errors", "VaultNotFoundError": "errors",
-    "location": "errors", "printable": "errors",
+    "location": "errors", "printable": "errors", "mib": "errors",
     # the resident server (serve, watch, mcp) and how clients find it
     "Resident": "service", "ServerAddress": "address", "find_server": "address", "read_address": "address",
     "write_address": "address", "remove_address": "address", "socket_path": "address",
@@ -92,6 +92,7 @@ __all__ = [
     "load_beir",
     "load_settings",
     "location",
+    "mib",
     "ndjson",
     "note_from_text",
     "parse_codes",
@@ -138,6 +139,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
         StoreError,
         VaultNotFoundError,
         location,
+        mib,
         printable,
     )
     from .evaluation import evaluate_beir, evaluate_vault, format_table, load_beir
