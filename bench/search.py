@@ -135,7 +135,7 @@ from mindnet.search import (
     fuse,
     rrf_fuse,
 )
-from mindnet.search.fusion import add_part, after_first_pass, close_to_top, language_weight, tuned_languages
+from mindnet.search.fusion import add_part, after_first_pass, close_to_top, language_weight, rank_notes, tuned_languages
 from mindnet.search.fusion import ranked as ranked_points
 from mindnet.store import (
     EdgeStore,
@@ -308,14 +308,28 @@ def _fetch(name: str, searcher: Searcher, queries: list[EvalQuery], key: dict[st
 def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tuple[str, float]]:
     """Question `i`'s notes (judgement keys) with their scores, best first, exactly as `search` ranks."""
     q, lists = r.queries[i], r.lists[i]
+    alone = SearchTuning(exact_words=False)
     if mode == "dense":
-        cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}), SearchTuning()))
+        cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}), alone))
     elif mode == "dense-e5":
-        cands = best_per_note(fuse(q.query, CandidateLists(lists.quality, (), {}), SearchTuning()))
+        cands = best_per_note(fuse(q.query, CandidateLists(lists.quality, (), {}), alone))
     elif mode == "lexical":
-        cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), SearchTuning()))
+        cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}), alone))
+    elif mode == "dense-notes":  # the note-level dense list alone: notes by their closest window
+        cands = best_per_note(fuse(q.query, CandidateLists((), (), {}, notes=lists.notes), alone))
+    elif mode == "lexical-notes":  # the note-level BM25 list alone
+        cands = best_per_note(fuse(q.query, CandidateLists((), (), {}, notes_lexical=lists.notes_lexical),
+                                   dataclasses.replace(alone, note_lexical_weight_same=1.0,
+                                                       note_lexical_weight_other=1.0)))
+    elif mode == "dense-all":  # mindnet's dense representation: chunk and note-level lists, plain RRF
+        cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}, notes=lists.notes), alone))
+    elif mode == "lexical-all":  # mindnet's BM25 representation: chunk and note-level lists, plain RRF
+        both = dataclasses.replace(alone, lexical_weight_same=1.0, lexical_weight_other=1.0,
+                                   note_lexical_weight_same=1.0, note_lexical_weight_other=1.0)
+        cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}, notes_lexical=lists.notes_lexical),
+                                   both))
     else:
-        cands = best_per_note(fuse(q.query, lists, tuning, r.feedback), tuning.note_sum_weight)
+        cands = rank_notes(fuse(q.query, lists, tuning, r.feedback), lists, tuning, tuning.note_sum_weight)
     out = []
     for c in cands:
         pl = c.payload
@@ -416,13 +430,34 @@ def e5_grid_tunings() -> list[SearchTuning]:
     return out
 
 
+def note_tunings() -> list[SearchTuning]:
+    """`loo --tunings notes` (issue 25): the note-level lists' weights crossed with the knobs they plausibly
+    move (the chunk BM25 weight, the feedback list, rrf_k), exact words on, the rest at the default."""
+    out = [SearchTuning(), SearchTuning(note_weight=0.0, note_lexical_weight_same=0.0, exact_words=False)]
+    for note in (0.0, 0.5, 1.0, 1.5, 2.0):
+        for lex_same, lex_other in ((0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (1.0, 0.25)):
+            for same in (1.0, 1.25):
+                for feedback in (0.0, 0.5):
+                    for rrf_k in (10, 20):
+                        out.append(SearchTuning(note_weight=note, note_lexical_weight_same=lex_same,
+                                                note_lexical_weight_other=lex_other, lexical_weight_same=same,
+                                                feedback_weight=feedback, rrf_k=rrf_k))
+    return list(dict.fromkeys(out))
+
+
+TUNINGS: dict[str, Callable[[], list[SearchTuning]]] = {"joint": lambda: joint_tunings(), "notes": note_tunings}
+"""The settings `loo --tunings` replays."""
+
+
 def _tuning_label(t: SearchTuning) -> str:
     return (f"k={t.rrf_k} same={t.lexical_weight_same} other={t.lexical_weight_other} "
             f"conf={'y' if t.language_confidence else 'n'} title={t.title_boost} sum={t.note_sum_weight} "
             f"e5={t.e5_weight} use={t.use_weight_with_e5} "
             f"fb={t.feedback_weight}x{t.feedback_docs}x{t.feedback_terms} names={t.title_weight}/{t.title_weight_same}"
             + (" note-ranks" if t.note_ranks else "") + (" slots" if t.language_slots else "")
-            + (f" floor={t.dense_floor}" if t.dense_floor else ""))
+            + (f" floor={t.dense_floor}" if t.dense_floor else "")
+            + f" notes={t.note_weight}/{t.note_lexical_weight_same}/{t.note_lexical_weight_other}"
+            + (f" exact@{t.exact_rank}" if t.exact_words else ""))
 
 
 def run_grid(args: argparse.Namespace) -> None:
@@ -622,11 +657,17 @@ def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace,
 
 
 def single_scores(cl: CellLists) -> dict[str, float]:
-    """nDCG@5 of each single list of a cell (knob-free: one list, ranked per note by its best chunk)."""
-    return {"bm25 (fixed)": replay(cl.fixed, "lexical", SearchTuning())["all"].ndcg_5,
-            "dense (fixed)": replay(cl.fixed, "dense", SearchTuning())["all"].ndcg_5,
-            "bm25": replay(cl.real, "lexical", SearchTuning())["all"].ndcg_5,
-            "dense": replay(cl.real, "dense", SearchTuning())["all"].ndcg_5}
+    """nDCG@5 of each single list of a cell (knob-free: one list, ranked per note by its best chunk), then
+    the note-level lists alone and each kind's lists fused by plain RRF (mindnet's dense and BM25)."""
+    out = {"bm25 (fixed)": replay(cl.fixed, "lexical", SearchTuning())["all"].ndcg_5,
+           "dense (fixed)": replay(cl.fixed, "dense", SearchTuning())["all"].ndcg_5,
+           "bm25": replay(cl.real, "lexical", SearchTuning())["all"].ndcg_5,
+           "dense": replay(cl.real, "dense", SearchTuning())["all"].ndcg_5}
+    if any(lists.notes for lists in cl.real.lists):
+        for label, mode in (("dense notes", "dense-notes"), ("bm25 notes", "lexical-notes"),
+                            ("dense chunks+notes", "dense-all"), ("bm25 chunks+notes", "lexical-all")):
+            out[label] = replay(cl.real, mode, SearchTuning())["all"].ndcg_5
+    return out
 
 
 # -- loo --e5: the quality tier in every cell ------------------------------------------------------
@@ -882,7 +923,7 @@ def run_loo(args: argparse.Namespace) -> None:
         representation = getattr(args, "representation", None)
         if representation:
             result["representation"] = representation
-        tunings = floor_tunings() if getattr(args, "floor", False) else joint_tunings()
+        tunings = floor_tunings() if getattr(args, "floor", False) else TUNINGS[args.tunings]()
         started = time.perf_counter()
         choices: dict[str, dict[str, dict[str, float]]] = {
             "hybrid": {_tuning_label(t): {c.name: replay(c.real, "hybrid", t)["all"].ndcg_5 for c in fetched}
@@ -1679,6 +1720,8 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--max-queries", type=int, default=300, help="XQuAD questions per cell (fixed sample)")
     lo.add_argument("--variants", action="store_true", help="also measure the candidate lists (bench/variants.py)")
     lo.add_argument("--floor", action="store_true", help="replay the dense-floor grid instead of the full one")
+    lo.add_argument("--tunings", choices=tuple(TUNINGS), default="notes",
+                    help="the settings replayed: `notes` (issue 25's note-level lists, default) or `joint`")
     lo.add_argument("--representation", choices=tuple(REPRESENTATIONS), default=None,
                     help="store and query with this representation (own --work) and replay the joint grid")
     lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")

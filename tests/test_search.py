@@ -46,6 +46,7 @@ from mindnet.search import (
     rrf_fuse,
     title_match,
 )
+from mindnet.search.fusion import LISTS
 from mindnet.store import Filter, PointRecord, ScoredPoint, SparseVec, Store, StoreSchema, VectorSpec, lexical_document
 from mindnet.sync import open_store
 from mindnet.titles import NamedNote
@@ -186,7 +187,7 @@ def test_modes_return_ranked_hits(searcher: Searcher, mode: str) -> None:
     assert hits
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
     assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    lists = ("dense", "lexical", "feedback")
+    lists = LISTS
     assert all(set(h.via.split("+")) <= set(lists) and h.via.split("+") == sorted(h.via.split("+"), key=lists.index)
                for h in hits)
     if mode != "hybrid":
@@ -208,9 +209,12 @@ def test_lexical_hit_carries_citation_data(searcher: Searcher) -> None:
 
 def test_hit_is_json_serialisable(searcher: Searcher) -> None:
     hits = searcher.search("coffee grind", k=3)
-    data = json.loads(json.dumps([dataclasses.asdict(h) for h in hits]))
+    data = json.loads(json.dumps([h.as_dict() for h in hits]))
     assert set(data[0]) == {"rank", "score", "note_id", "path", "title", "chunk_id", "section_path", "section_title",
                             "text", "char_start", "char_end", "line_start", "line_end", "lang", "via"}
+    explained = json.loads(json.dumps([h.as_dict() for h in searcher.search("coffee grind", k=3, explain=True)]))
+    assert set(explained[0]) == {*data[0], "explain"}
+    assert {"list", "rank", "score"} == set(explained[0]["explain"][0])
 
 
 def test_bad_arguments(searcher: Searcher) -> None:

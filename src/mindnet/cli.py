@@ -378,7 +378,7 @@ def search(
         flt = _filters(types, tags, area, project, lang, path, note, date_from, date_to)
         with _index(vault, settings) as index:
             found = index.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
-        hits = [dataclasses.asdict(h) for h in found]
+        hits = [h.as_dict() for h in found]
     if as_json:
         _print_json(hits)
         return

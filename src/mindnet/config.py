@@ -95,6 +95,11 @@ class Settings:
     """Tokens' worth of its note's topic added to a chunk's stored dense vector: + (K / n) ·
     unit(mean of the note's chunk vectors), n the chunk's tokens; 0 (default) adds none. Lifts
     dense alone in every `loo` cell at 60, but not yet the default fusion (`points.contextual_vectors`)."""
+    note_vectors: bool = True
+    """Give each note note-level evidence, held by its lead chunk: the note's `NOTE_WINDOW_TOKENS`-token
+    windows (title and retrieval text) as a `note` multivector, and its fielded BM25 document (title,
+    aliases, headings, path, text). A note then ranks by what it is about as a whole, not only by its
+    best chunk; off, no window is embedded (the import costs less, search loses the note-level lists)."""
     lexical_sections: bool = True
     """BM25 indexes the first chunk of each H2 section as the whole section, the others as their
     own text; off indexes every chunk alone. A question's terms are spread over several small
@@ -366,6 +371,7 @@ _FIELD_KINDS: dict[str, Any] = {
     "dense_context": float,
     "dense_note_tokens": "tokens",
     "lexical_sections": bool,
+    "note_vectors": bool,
     "lexical_shape": "shape",
     "lexical_strict": bool,
     "threads": int,

@@ -8,6 +8,7 @@ dense model sees (R19), the text BM25 indexes (R22) and the note payload (R4, R1
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,17 @@ from .vault import Note
 
 DENSE_VECTOR = "use"
 """Name of the default model's dense vector on chunk points."""
+NOTE_VECTOR = "note"
+"""Name of the note-level multivector: the default model's vectors of a note's windows (`note_windows`), on
+the note's lead chunk only (`lead_chunks`), scored by its closest window."""
+NOTE_WINDOW_TOKENS = 300
+"""Window size of the note-level vectors, in the model's tokens: a short note is one window, title and all."""
+NOTE_MAX_WINDOWS = 64
+"""Windows embedded per note at most: a book-length note is known by its first ~19,000 tokens, and one point's
+multivector stays bounded (64 × 512 floats)."""
+NOTE_FIELDS = (("title", 3), ("aliases", 2), ("headings", 2), ("path", 1), ("text", 1))
+"""A note's fields in its note-level BM25 document and how many times each counts: a word of the title or an
+alias says more about what the note is about than the same word in its text (BM25F by repetition)."""
 E5_VECTOR = "e5"
 """Name of the e5 tier's dense vector (multilingual-e5-small), filled in after the import."""
 
@@ -125,6 +137,63 @@ def lexical_input(chunk: Chunk, transcluded: Transcluded = ()) -> str:
     parts = [chunk.note_title, chunk.section_path.replace("/", " "), own,
              *(retrieval_text(text) for _, text in transcluded)]
     return "\n".join(parts)
+
+
+def token_windows(text: str, tokenizer: Tokenizer, size: int) -> list[tuple[int, int]]:
+    """Char spans of consecutive `size`-token windows tiling `text` (the model's own pieces), no overlap;
+    windows holding only whitespace are dropped."""
+    if not text.strip():
+        return []
+    pieces = tokenizer.pieces(text)
+    spans = [(pieces[i][0], pieces[min(i + size, len(pieces)) - 1][1]) for i in range(0, len(pieces), size)]
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def note_windows(note: Note, tokenizer: Tokenizer) -> list[str]:
+    """What the model sees of a note as a whole: its title and retrieval text, cut into windows.
+
+    Why windows: documentation notes are cut into chunks of ~100 tokens, and a question about what a
+    whole short note does (how to publish, what a feature is for) matches no single chunk as well as it
+    matches the note read in one piece. Empty for a note without prose.
+    """
+    body = retrieval_text(note.fulltext)
+    if not body:
+        return []
+    text = f"{note.title}\n\n{body}" if note.title else body
+    return [text[a:b] for a, b in token_windows(text, tokenizer, NOTE_WINDOW_TOKENS)[:NOTE_MAX_WINDOWS]]
+
+
+def note_inputs(note: Note, settings: Settings, tokenizer: Tokenizer) -> list[str]:
+    """The note's windows (`note_windows`) when the import gives notes note-level vectors, else none."""
+    return note_windows(note, tokenizer) if settings.note_vectors else []
+
+
+def note_lexical(note: Note, chunks: Sequence[Chunk]) -> SparseVec:
+    """A note's fielded BM25 document (`NOTE_FIELDS`): title, aliases, headings, path words and retrieval
+    text, each repeated by its weight, stemmed by the note's language; empty for a note without prose."""
+    from .store import NOTE_BM25, SparseVec, lexical_document
+
+    body = retrieval_text(note.fulltext)
+    if not body:
+        return SparseVec((), ())
+    headings = dict.fromkeys(part for c in chunks for part in c.section_path.split("/") if part)
+    fields = {"title": note.title, "aliases": " ".join(note.aliases), "headings": " ".join(headings),
+              "path": re.sub(r"[/\\_.\-]+", " ", note.path.removesuffix(".md")), "text": body}
+    text = "\n".join("\n".join([fields[name]] * times) for name, times in NOTE_FIELDS if fields[name])
+    return lexical_document(text, note.lang, NOTE_BM25)
+
+
+def lead_chunks(chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]]) -> dict[str, str]:
+    """Note id -> the chunk that carries the note's note-level vectors: its first chunk with a vector.
+
+    On a chunk, not on the note point, because a note's chunks are always written together with what
+    they are made from, while its note point is rewritten whenever a neighbour's links change; and a
+    note-level hit then comes with a chunk to show and the chunks' filters apply to it as they are."""
+    out: dict[str, str] = {}
+    for c, v in sorted(zip(chunks, vectors, strict=True), key=lambda cv: (cv[0].note_id, cv[0].chunk_index)):
+        if c.note_id not in out and np.any(np.asarray(v, dtype=np.float32)):
+            out[c.note_id] = c.chunk_id
+    return out
 
 
 def section_key(chunk: Chunk) -> tuple[str, str]:
@@ -270,25 +339,28 @@ class _Box:
 
 
 def chunk_point(chunk: Chunk, vector: Sequence[float], transcluded: Transcluded = (),
-                lexical_text: str | None = None, lexical: SparseVec | None = None) -> PointRecord:
-    """A chunk as a store point: payload, the default dense vector and its BM25 vector.
+                lexical_text: str | None = None, lexical: SparseVec | None = None,
+                note: tuple[Sequence[Sequence[float]], SparseVec] | None = None) -> PointRecord:
+    """A chunk as a store point: payload, the default dense vector and its BM25 vector, and on a note's
+    lead chunk (`lead_chunks`) the note-level vectors `note` = (window vectors, fielded BM25).
 
     `lexical` is the BM25 vector when the caller made it (`contextual_lexical`); else it is
     made from `lexical_text` (the evaluation's fixed windows index their text as is) or from
     `lexical_input`.
     """
-    from .store import SPARSE_VECTOR, PointRecord, lexical_document
+    from .store import NOTE_SPARSE, SPARSE_VECTOR, PointRecord, lexical_document
 
     if lexical is None:
         text = lexical_input(chunk, transcluded) if lexical_text is None else lexical_text
         lexical = lexical_document(text, chunk.lang) if text else None
     has_vector = bool(np.any(np.asarray(vector, dtype=np.float32)))  # a chunk without prose has the zero vector
-    return PointRecord(
-        chunk.chunk_id,
-        chunk_payload(chunk, transcluded),
-        vectors={DENSE_VECTOR: vector} if has_vector else {},
-        sparse={SPARSE_VECTOR: lexical} if lexical is not None and lexical.indices else {},
-    )
+    vectors: dict[str, Any] = {DENSE_VECTOR: vector} if has_vector else {}
+    sparse = {SPARSE_VECTOR: lexical} if lexical is not None and lexical.indices else {}
+    if note is not None and len(note[0]):
+        vectors[NOTE_VECTOR] = note[0]
+    if note is not None and note[1].indices:
+        sparse[NOTE_SPARSE] = note[1]
+    return PointRecord(chunk.chunk_id, chunk_payload(chunk, transcluded), vectors=vectors, sparse=sparse)
 
 
 def sync_state(note: Note, config_hash: str) -> str:

@@ -49,18 +49,36 @@ from .links import Link, Resolver
 from .note_cache import NoteCache
 from .points import (
     DENSE_VECTOR,
+    NOTE_FIELDS,
+    NOTE_MAX_WINDOWS,
+    NOTE_VECTOR,
+    NOTE_WINDOW_TOKENS,
     Transcluded,
     Transcluder,
     chunk_point,
     contextual_lexical,
     contextual_vectors,
     embedding_input,
+    lead_chunks,
+    note_inputs,
+    note_lexical,
     note_point,
     sync_state,
 )
 from .quality_tier import E5Mark
 from .retrieval_text import RETRIEVAL_TEXT_VERSION
-from .store import AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec, bm25_shape, shape_fingerprint
+from .store import (
+    AnyOf,
+    Equals,
+    Filter,
+    PointRecord,
+    SparseVec,
+    Store,
+    StoreSchema,
+    VectorSpec,
+    bm25_shape,
+    shape_fingerprint,
+)
 from .text import content_hash
 from .vault import Note, NoteProblem, read_vault
 
@@ -135,6 +153,14 @@ def open_server_store(url: str, api_key: str | None, settings: Settings) -> Stor
     )
 
 
+def import_schema(settings: Settings, embedder: Embedder) -> StoreSchema:
+    """The vectors an import writes to chunks: `use`, and the notes' window multivector when enabled."""
+    vectors = [VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim)]
+    if settings.note_vectors:
+        vectors.append(VectorSpec(NOTE_VECTOR, embedder.model_id, embedder.dim, multi=True))
+    return StoreSchema(vectors=tuple(vectors))
+
+
 def chunking_hash(settings: Settings) -> str:
     """Hash of every setting and version that changes chunk or edge records; a change re-chunks every note.
 
@@ -153,6 +179,7 @@ def chunking_hash(settings: Settings) -> str:
         "languages": list(settings.languages),
         "chunker": CHUNKER_VERSION,
         "retrieval": RETRIEVAL_TEXT_VERSION,
+        **({"note_level": [NOTE_WINDOW_TOKENS, NOTE_MAX_WINDOWS, NOTE_FIELDS]} if settings.note_vectors else {}),
         "edges": EDGE_LAYOUT,
     }
     if bm25 := shape_fingerprint(bm25_shape(settings.lexical_shape)):  # absent at the engine's: old stores stay
@@ -300,7 +327,7 @@ def _run(
     ahead: EmbedAhead,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
-    schema = StoreSchema(vectors=(VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim),))
+    schema = import_schema(settings, embedder)
     opened = _Opening(store, schema)
     if dry_run:
         # A dry run writes nothing, not even the collections of a store that was never imported.
@@ -518,6 +545,7 @@ class _EmbedWhileReading:
             self._submit()
         self._batch.notes.append(note)
         self._batch.texts.extend(embedding_input(chunk, self.settings) for chunk in chunks)
+        self._batch.texts.extend(note_inputs(note, self.settings, self.tokenizer))
         self._batch.chunks += len(chunks)
 
     def read_all(self) -> None:
@@ -708,7 +736,10 @@ class _Batch:
 
     chunks: list[Chunk] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
-    """What the model sees of each chunk (`embedding_input`), in chunk order."""
+    """What the model sees, note by note: each chunk (`embedding_input`), in chunk order, then the note's
+    windows (`note_inputs`)."""
+    windows: list[int] = field(default_factory=list)
+    """How many of a note's texts are its windows, for each note of `notes` in order."""
     extra: dict[str, Transcluded] = field(default_factory=dict)
     notes: list[Note] = field(default_factory=list)
     """Notes whose last chunk is in this batch: once it is written, their own writes can finish."""
@@ -902,6 +933,9 @@ class ChunkWriter:
             batch.texts.append(embedding_input(chunk, self.settings, transcluded))
             if transcluded:
                 batch.extra[chunk.chunk_id] = transcluded
+        windows = note_inputs(note, self.settings, default_tokenizer())
+        batch.texts.extend(windows)
+        batch.windows.append(len(windows))
         batch.notes.append(note)
 
     def commit(self, points: Sequence[PointRecord], rewritten: set[str]) -> None:
@@ -951,11 +985,15 @@ class ChunkWriter:
             before()
 
     def _write(self, batch: _Batch, raw: Vectors) -> None:
-        vectors = contextual_vectors(batch.chunks, raw, self.settings.dense_context,
+        own, windows = self._split(batch, raw)
+        vectors = contextual_vectors(batch.chunks, own, self.settings.dense_context,
                                      self.settings.dense_note_tokens)
         sparse = contextual_lexical(batch.chunks, batch.extra, self.settings.lexical_sections,
                                     bm25_shape(self.settings.lexical_shape))
-        points = [chunk_point(c, vec, batch.extra.get(c.chunk_id, ()), lexical=lex)
+        lead = {chunk_id: note_id for note_id, chunk_id in lead_chunks(batch.chunks, own).items()}
+        by_id = {n.note_id: n for n in batch.notes}
+        points = [chunk_point(c, vec, batch.extra.get(c.chunk_id, ()), lexical=lex,
+                              note=self._note_level(by_id[lead[c.chunk_id]], windows) if c.chunk_id in lead else None)
                   for c, vec, lex in zip(batch.chunks, vectors, sparse, strict=True)]
         self.store.upsert("chunks", points)
         self.summary.chunks_written += len(points)
@@ -970,6 +1008,22 @@ class ChunkWriter:
             self._upsert_notes([self._points.pop(note.note_id) for note in batch.notes])
         self.written += len(batch.notes)
         self.progress("embed", self.written, self.notes)
+
+    def _split(self, batch: _Batch, raw: Vectors) -> tuple[list[Any], dict[str, list[Any]]]:
+        """The batch's vectors parted into its chunks' (in chunk order) and each note's windows'."""
+        own: list[Any] = []
+        windows: dict[str, list[Any]] = {}
+        at = 0
+        for note, count in zip(batch.notes, batch.windows, strict=True):
+            n = len(self.chunks_of(note))
+            own.extend(raw[at:at + n])
+            windows[note.note_id] = list(raw[at + n:at + n + count])
+            at += n + count
+        return own, windows
+
+    def _note_level(self, note: Note, windows: Mapping[str, list[Any]]) -> tuple[list[Any], SparseVec]:
+        """A note's note-level vectors for its lead chunk: window vectors and fielded BM25 document."""
+        return windows.get(note.note_id, []), note_lexical(note, self.chunks_of(note))
 
     def _upsert_notes(self, points: list[PointRecord]) -> None:
         if points:

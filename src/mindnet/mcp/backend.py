@@ -79,7 +79,7 @@ class LocalBackend:
 
         self._ready()
         hits = self.index.search_many(queries, k=k, mode=mode, by_note=by_note, filters=SearchFilters(**filters))
-        return [dataclasses.asdict(h) for h in hits]
+        return [h.as_dict() for h in hits]
 
     def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int
              ) -> dict[str, Any]:

@@ -1,47 +1,27 @@
-"""How candidate lists become scores (R22): the hybrid ranking, pure, no store I/O.
+"""How candidate lists become one ranking (R22): the hybrid fusion, pure, no store I/O.
 
-`Searcher` (in `searcher`) fetches the lists from the store; everything here turns them into one
-ranking, so `bench/search.py` can replay it over cached lists with other settings.
+`Searcher` fetches the lists from the store; everything here turns them into scores, so
+`bench/search.py` can replay it over cached lists with other settings. In order:
 
-Hybrid search (the default mode) fuses the dense and lexical lists with Reciprocal Rank Fusion
-**in Python, by language**. BM25 only matches words, so for a German query against an English
-chunk the lexical list holds mostly accidental matches (names, numbers, stems that happen to
-collide) and pulls good dense hits down. A lexical rank counts
-`other + (same - other) * P(query is in the chunk's language)` (`SearchTuning`: same 1.5, other
-0.25, rrf_k 10), the probability from the language model, so a short keyword or syntax query
-whose language is a coin toss keeps its exact matches. With `by_note` a note also gains 0.05 x
-the scores of its other chunks. `language_fusion=False` uses the engine's RRF instead.
+1. language-aware RRF of the chunk lists: dense (`use`), the e5 tier when the store holds it, and BM25
+   weighed by how likely the query is in the chunk's language (a word match across languages is
+   mostly accidental);
+2. pseudo-relevance feedback: the words of the first pass's top chunks, searched with BM25 again;
+3. language slots: each rank keeps the language the dense list has there;
+4. the title/alias list: a note the query names rises on its best chunk;
+5. the note-level lists: each note's windows (dense) and its fielded BM25 document, added to the note's
+   best chunk, so a note ranks by what it is about and the chunk list picks the section to cite;
+6. exact words: the chunk holding a word the vault barely has stays near the top.
 
-When the store holds the quality tier (the `e5` vector, multilingual-e5-small, filled after the
-import) and the e5 model can be loaded, hybrid adds a third list: dense search on `e5` with the
-e5 query vector, fused with weight `SearchTuning.e5_weight` (and `use_weight_with_e5` for the
-`use` list). Chunks still lacking `e5` are simply absent from that list, so a half-filled tier
-is correct by construction; a store without it searches exactly as before.
-
-A fourth list gives a question lexical evidence in the notes' own words: **pseudo-relevance
-feedback**. The words of the first-pass top 5 chunks (`feedback_query`, each chunk encoded in
-its own language) are searched with BM25 once more and fused with weight 0.5
-(`feedback_weight`); it costs one sparse store query per hybrid search.
-
-Last, **language slots** (`language_slots`): the fused ranking is re-dealt so that each rank
-holds the language the dense list holds there. In a mixed vault BM25 can only match the
-question's language, so without slots it lifts every same-language chunk above the other
-language's answer; with them lexical evidence reorders each language among itself.
-
-After the slots, the **title/alias list** (`title_weight`): a note whose title or alias the
-question contains as whole words gains one RRF-like term on its best chunk, split by how many
-notes carry that name (`mindnet.titles`) and weighed by how likely the note is in another language
-than the question, since in the question's own language BM25 has already counted the name's words.
-It is what brings the English note "Chunking" up for "Wie funktioniert das Chunking von Notizen?".
-
-Every default is what `bench/search.py loo` picks out of sample (see `SearchTuning`).
+Every candidate keeps what each step added (`_Cand.parts`, `ranks`): that is `--explain`.
+The knobs and the measurements behind them: `SearchTuning`, docs/decisions/fusion-knobs.md.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeAlias
 
 from ..language import language_identifier
@@ -52,138 +32,71 @@ from ..titles import NamedNote
 
 @dataclass(frozen=True, slots=True)
 class SearchTuning:
-    """Knobs of fusion and expansion; the defaults are what `bench/search.py loo` picks.
-
-    `loo --representation base` replays 270 settings over 12 (question set, direction) cells
-    (foam-docs, the Rust book in German, English and a mixed vault, XQuAD-R, all four language
-    directions) with the default representation (strict BM25 query, measured BM25 shape) and picks
-    by the leximin of the margins over each cell's best single list, counted in whole questions
-    (`bench/cells.question_margin`), then the mean; leaving any one cell out, all 12 folds pick
-    exactly these defaults (rrf_k 10, same 1.25, feedback 0.5, language slots on, the title/alias
-    list across languages), so no cell chose its own figure. The older per-knob notes below
-    describe how each knob was first measured, on the two golden sets."""
+    """Knobs of fusion and expansion. Each default is what `bench/search.py loo` picks leaving one cell
+    out; the figures behind them are in docs/decisions/fusion-knobs.md."""
 
     rrf_k: int = 10
-    """RRF constant: small, so the top of each list counts far more than its tail (5, 10, 20 in
-    `loo`; 40 and 60 never won in `grid`)."""
+    """RRF constant: small, so the top of each list counts far more than its tail."""
     candidates: int = 50
     """Candidates per list before fusion (at least `4 * k` are taken)."""
     lexical_weight_same: float = 1.25
-    """Weight of a lexical rank when the chunk is in the query's language: above 1, because an
-    exact word match in the reader's language is the strongest evidence a keyword or syntax
-    query has (foam-docs keyword: BM25 alone 0.961 nDCG@5, dense 0.802). The grid (1440 settings,
-    rrf_k x weights x confidence x title boost x note sum) kept the settings whose worst nDCG@5
-    margin over the better baseline, across all 7 categories of foam-docs and rustbook-de, is
-    highest, and among those the best mean: rrf_k=5, 1.5, 0.25, confidence on, no title boost,
-    note sum 0.05. With the strict query and the measured BM25 shape, BM25 alone is stronger
-    (`loo` mean 0.673 -> 0.745) and `loo` settles on 1.25."""
+    """Weight of a chunk BM25 rank when the chunk is in the query's language."""
     lexical_weight_other: float = 0.25
-    """Weight of a lexical rank when the chunk is in another language (see module docstring)."""
+    """Weight of a chunk BM25 rank when the chunk is in another language: across languages a word match
+    is mostly accidental (a name, a number, a stem that collides)."""
     language_confidence: bool = True
-    """Weigh by how sure the language guess is: a chunk in language L gets
-    `other + (same - other) * P(query is L)`. A short keyword or syntax query ("GistPad",
-    `foam mcp --allow-writes`) is a coin toss for the language model, and a hard guess would
-    down-weight exactly the lexical matches such a query relies on. False: the hard guess."""
+    """Weigh by how sure the language guess is: a chunk in language L gets `other + (same - other) *
+    P(query is L)`, so a short keyword query whose language is a coin toss keeps its exact matches.
+    False: the hard guess."""
     title_boost: float = 0.0
     """When > 0, a chunk gains `title_boost * share of its note title's words found in the query /
-    (rrf_k + 1)`: a title match as a third, small RRF-like signal (hybrid only)."""
+    (rrf_k + 1)` (hybrid only; off)."""
     title_weight: float = 1.0
-    """Weight of the title/alias list (`mindnet.titles`) for a note in another language than the
-    query: the notes one of whose names (title or alias) the query contains as whole words. A
-    named note's best candidate chunk gains `w * share / (rrf_k + 1)`, `share` being 1 / the
-    number of notes carrying the name and `w = title_weight_same + (title_weight -
-    title_weight_same) * (1 - P(query in the chunk's language))`, the language odds as for the
-    lexical weight: a name only one note has counts like rank 1 of a list as heavy as the dense
-    one, a name five paragraphs of one article share a fifth for each. 0 (with
-    `title_weight_same` 0) leaves the list out (hybrid only).
-
-    Why across languages only: in the query's language BM25 has already matched the name's words
-    and weighed them by their IDF, so the list would count them twice; across languages the
-    language weight mutes BM25's match as likely accidental (0.25), and a name, the author's own
-    word for the topic whatever the note's language ("Chunking" in a German question), is not.
-    `bench/search.py loo` (weights 0.5/1/2 across x 0/0.5/1 same, and off, at the other defaults):
-    the only cell any of them changes is foam en->en, +0.005 nDCG@5 with same 0 against +0.003
-    with same 0.5 or 1 (short keyword queries are a coin toss between the languages, so a name
-    there counts about half), so 11 of 12 folds pick same 0; the cross-language weights 0.5, 1
-    and 2 tie on every cell (1: a named note counts like rank 1 of a list as heavy as the dense
-    one). Out of sample: foam en->en 0.863 -> 0.868, no other cell changes (the fold holding out
-    foam en->en sees only ties). With the share, XQuAD no longer pays for its shared article
-    titles (the plain list, weight 1 in both languages without shares, cost it up to 0.027). On
-    the sample vault nDCG@5 goes 0.831 -> 0.857 and the concept note "Chunking" from note rank 6
-    to 3 for the README's question; that figure is in sample: the vault was looked at while the
-    list was designed (the `area`/`project` groups of `mindnet.titles` come from its question on
-    who reviews mindnet, which the hub note "mindnet" would otherwise take)."""
+    """Weight of the title/alias list (`mindnet.titles`) for a note in another language than the query: a
+    named note's best chunk gains `w * share / (rrf_k + 1)`, `share` = 1 / the notes carrying the name."""
     title_weight_same: float = 0.0
-    """Weight of the title/alias list for a note in the query's language (see `title_weight`)."""
+    """The same for a note in the query's language, where BM25 has already matched the name's words."""
     note_sum_weight: float = 0.05
-    """With `by_note`, a note scores its best chunk plus this times the sum of its other chunks'
-    scores among the candidates: a note matching in several places ranks above a one-off match."""
+    """With `by_note`, a note scores its best chunk plus this times the sum of its other chunks' scores."""
     note_ranks: bool = False
-    """Rank each list by notes, not chunks: a note's first chunk in a list counts at the note's
-    rank among that list's notes, its later chunks not at all. With chunk ranks, five chunks of
-    one section fill ranks 1-5 of the BM25 list and push the second note to rank 6, so fusion
-    rewards a note for being cut into many chunks. With `note_sum_weight=1` the note's score is
-    then one RRF term per list: fusion over notes, the chunk shown being the note's best."""
+    """Rank each chunk list by notes: a note's first chunk in a list counts at the note's rank among that
+    list's notes, its later chunks not at all."""
+    note_weight: float = 1.0
+    """Weight of the note-level dense list (each note's windows, `points.NOTE_VECTOR`): a note's rank in it
+    adds `w / (rrf_k + rank)` to its best chunk. 0 leaves the list out (and its store query)."""
+    note_lexical_weight_same: float = 0.5
+    """Weight of the note-level BM25 list (title, aliases, headings, path and text of whole notes) for a
+    note in the query's language; 0 with `note_lexical_weight_other` leaves it out."""
+    note_lexical_weight_other: float = 0.0
+    """The same for a note in another language."""
+    exact_words: bool = True
+    """Keep exact words: when the chunk BM25 ranks first holds a word the vault has in at most
+    `RARE_CHUNKS` chunks, it is placed at rank `exact_rank` at worst (rank 1 when the query is nothing
+    but such words). A name, an error code or a made-up word is what the person expects to see."""
+    exact_rank: int = 3
+    """The worst fused rank a chunk holding a rare query word may take (see `exact_words`)."""
     e5_weight: float = 0.5
-    """Weight of a rank in the `e5` list (quality tier) in hybrid fusion; 0 leaves the list out
-    (and skips the e5 query embedding). Only used when the store holds `e5` vectors.
-
-    Chosen by `bench/search.py loo --e5` with the other knobs at their defaults: leaving any one
-    of the 12 cells out, 11 folds pick e5 0.5 with the `use` list at 1.0 (among e5 0.5/1/2 x use
-    0.5/1). Out of sample it lifts mean nDCG@5 from 0.896 to 0.913: same-language questions
-    +0.017, cross-lingual +0.026 (rust de->en +0.045, XQuAD de->en +0.035), the mixed vault
-    +0.002; the worst cell is XQuAD en->en, -0.007. e5 alone is weak across languages (German
-    questions on foam's English notes: 0.420 against 0.718 for `use`), so it joins at half weight."""
+    """Weight of a rank in the `e5` list (quality tier); 0 leaves the list out (and skips the e5 query
+    embedding). Only used when the store holds `e5` vectors."""
     use_weight_with_e5: float = 1.0
     """Weight of a rank in the `use` list when the `e5` list takes part (1.0 without it)."""
     feedback_weight: float = 0.5
-    """Weight of a rank in the feedback list (pseudo-relevance feedback, hybrid only); 0 leaves it
-    out and saves its store query.
-
-    The feedback list is BM25 over the words of the first-pass top chunks (`feedback_query`): it
-    gives the lexical side the *corpus's* words for the question. For a German question on English
-    notes the plain lexical list is empty or accidental (foam-docs multilingual: BM25 alone 0.193
-    nDCG@5) and language-aware RRF rightly mutes it, so hybrid was dense alone there (0.719 =
-    0.719); the feedback list, in the notes' own language, lifts notes that share the top hits'
-    vocabulary (a second recipe on pasting images, the block-anchor note beside the embeds note).
-    One weight whatever the language: its words come from the chunks, not from the query.
-
-    Chosen by `bench/search.py grid` (feedback weight 0/0.5/1 crossed with every lexical knob, and
-    weight 0.25-1.5 x docs 1-5 x terms 10-40 at the lexical defaults; the same run measures the
-    baselines). Every feedback shape at the default lexical knobs lifts the worst nDCG@5 margin over
-    the better of BM25 alone and dense alone, across the 7 categories of foam-docs and rustbook-de,
-    from 0.000 (foam multilingual) to +0.007..+0.014, so the list itself is no lucky setting. The
-    weights from 0.5 up often pay for it on foam conceptual (up to -0.05). The rule: the best worst
-    margin among settings that leave no category more than 0.005 below the fusion without
-    feedback, then the best mean: weight 0.25, 5 docs x 20 terms (every category within 0.003),
-    worst margin +0.009 (foam keyword), foam multilingual 0.719 -> 0.754, foam-docs 0.849 -> 0.854,
-    rustbook-de 0.930 -> 0.935. (The leximin top of the whole grid, k=40 with
-    same=3 and feedback 0.5, is +0.018 but costs rustbook-de 0.930 -> 0.897.) Feedback from the
-    dense list alone instead of the fused first pass lowered foam keyword below BM25 alone. The e5
-    weight was chosen again with this list on (`e5_weight`)."""
+    """Weight of the pseudo-relevance feedback list: BM25 over the words of the first pass's top chunks,
+    each in its own language, so a question gets lexical evidence in the notes' own words even across
+    languages. 0 leaves it out and saves its store query."""
     feedback_docs: int = 5
-    """First-pass top chunks whose words make the feedback query, the chunk at rank r counting 1/r
-    (see `feedback_weight`: 2, 3 and 5 docs measured alike at weight 0.25)."""
+    """First-pass top chunks whose words make the feedback query, the chunk at rank r counting 1/r."""
     feedback_terms: int = 20
-    """Heaviest terms kept in the feedback query: enough to describe the topic, few enough to keep
-    the extra store query cheap (one sparse search of 20 weighted terms)."""
+    """Heaviest terms kept in the feedback query."""
     dense_floor: float = 0.25
-    """Dense hits below this share of the top hit's cosine take no part (`close_to_top`); 0 keeps all.
-    A guard for small stores, not a tuned knob: at 0.25 not one of the 12 `loo` cells changes
-    (every one of their top-50 hits is above it; 0.5 and 0.7 cost up to 0.03 there), while on the
-    12-question sample vault it keeps a note of many near-zero chunks from outranking the one
-    real match (nDCG@5 0.797 -> 0.831, dense alone 0.803; that set chose it, so it is in sample)."""
+    """Dense hits below this share of the top hit's cosine take no part (`close_to_top`); 0 keeps all. A
+    guard for small stores, where a chunk far from the question still gets an RRF rank."""
     language_slots: bool = True
-    """Keep the dense list's language at every rank: the fused ranking is re-dealt so that rank r
-    holds a chunk of the language dense has at rank r, each language's chunks in fused order.
-    BM25 can only match words in the question's language, so in a mixed vault it lifts every
-    same-language chunk over the other language's, right or wrong; with slots it reorders each
-    language among itself and the multilingual dense list decides the mix (issue 15). Out of
-    sample it lifts German questions on the mixed Rust book from 0.696 to 0.873 nDCG@5 (dense
-    alone 0.824) and costs no monolingual cell."""
+    """Keep the dense list's language at every rank: the fused ranking is re-dealt so that rank r holds a
+    chunk of the language dense has at rank r. BM25 only matches the question's language, so in a mixed
+    vault it would lift every same-language chunk over the other language's answer."""
     language_fusion: bool = True
-    """False fuses inside the engine (`store.search_hybrid`, plain RRF of `use` and BM25 only,
-    one round trip)."""
+    """False fuses inside the engine (`store.search_hybrid`, plain RRF of `use` and BM25 only)."""
     expand_top: int = 5
     """How many top hits (chunks) and top notes are expanded."""
     adjacent_decay: float = 0.5
@@ -193,8 +106,17 @@ class SearchTuning:
     max_linked_notes: int = 20
     """Linked notes considered per query: a hub note linking hundreds must not flood the results."""
     link_boost: float = 0.0
-    """When > 0, chunks already found whose note is linked from or to a top note gain
-    `link_boost * score(linking hit) * relative cosine`: a re-ranking by the graph, off by default."""
+    """When > 0, chunks whose note is linked from or to a top note gain `link_boost * score(linking hit) *
+    relative cosine`: a re-ranking by the graph, off by default."""
+
+
+RARE_CHUNKS = 3
+"""A query word the vault holds in at most this many chunks is rare (`SearchTuning.exact_words`)."""
+LISTS = ("dense", "e5", "lexical", "feedback", "title", "note", "note_lexical")
+"""The ranked lists a hybrid score is made of, in the order `Hit.via` names them."""
+ADJUSTMENTS = ("slots", "exact", "note_sum")
+"""What moves a score besides the lists: the language slots' re-deal, an exact word's place, and (by note)
+the note's other chunks. With the lists' parts they add up to the score (`_Cand.parts`)."""
 
 
 @dataclass(slots=True)
@@ -207,6 +129,38 @@ class _Cand:
     via: str
     dense: float | None = None
     """Cosine to the query when known (dense list or linked-note search)."""
+    parts: dict[str, float] = field(default_factory=dict)
+    """What each list (`LISTS`) and adjustment (`ADJUSTMENTS`) added to `score`; they sum to it in hybrid."""
+    ranks: dict[str, int] = field(default_factory=dict)
+    """The chunk's (or its note's) 1-based rank in each list that holds it; `slots`: the rank it was dealt."""
+
+    def add(self, name: str, part: float, rank: int | None = None) -> None:
+        """Count `part` from list or adjustment `name` (at `rank` in it), and name the list in `via`."""
+        self.score += part
+        self.parts[name] = self.parts.get(name, 0.0) + part
+        if rank is not None:
+            self.ranks.setdefault(name, rank)
+        if name in LISTS and name not in self.via.split("+"):
+            self.via = f"{self.via}+{name}" if self.via else name
+
+    def copy(self, **changes: Any) -> _Cand:
+        """An independent copy (its own parts and ranks), with `changes` applied."""
+        return replace(self, parts=dict(self.parts), ranks=dict(self.ranks), **changes)
+
+
+def _new(p: ScoredPoint, name: str, part: float, rank: int, dense: float | None = None) -> _Cand:
+    """A candidate first found by list `name`, at `rank`, worth `part`."""
+    return _Cand(p.id, part, p.payload, name, dense, {name: part}, {name: rank})
+
+
+@dataclass(frozen=True, slots=True)
+class RareWord:
+    """The chunk BM25 ranks first, when it holds query words the vault has in at most `RARE_CHUNKS` chunks."""
+
+    chunk_id: str
+    words: tuple[str, ...]
+    whole_query: bool
+    """Every content word of the query is one of `words`: the person typed only the rare thing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +176,12 @@ class CandidateLists:
     """The `e5` list; empty when the store has no quality tier (fusion is then exactly use + BM25)."""
     titles: Sequence[NamedNote] = ()
     """The notes the query names by title or alias, with each name's share (`TitleIndex.named`)."""
+    notes: Sequence[ScoredPoint] = ()
+    """The note-level dense list: notes' lead chunks ranked by their closest window."""
+    notes_lexical: Sequence[ScoredPoint] = ()
+    """The note-level BM25 list: notes' lead chunks ranked by their fielded whole-note document."""
+    rare: RareWord | None = None
+    """The lexical top chunk and its rare query words, if it holds any (`SearchTuning.exact_words`)."""
 
 
 def query_languages(query: str, languages: Sequence[str], cache_dir: str | None = None) -> dict[str, float]:
@@ -251,16 +211,11 @@ FeedbackSearch: TypeAlias = Callable[[SparseVec], Sequence[ScoredPoint]]
 
 def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
          feedback: FeedbackSearch | None = None) -> list[_Cand]:
-    """The hybrid ranking: language-aware RRF of the lists, the optional title boost, the
-    pseudo-relevance feedback list, the language slots and the title/alias list.
+    """The hybrid ranking, in the module docstring's order; best first.
 
-    Pure but for `feedback`, so the bench can replay it over cached lists with other settings. The
-    e5 list counts only when it is non-empty and `e5_weight > 0`; then the `use` list weighs
-    `use_weight_with_e5`. With `feedback` given and `feedback_weight > 0`, the words of the
-    first-pass top `feedback_docs` chunks (`feedback_query`) are searched with `feedback` and that
-    list is fused in with `feedback_weight` (`add_feedback`). Then the language slots re-deal the
-    ranking (`language_slots`), and the title/alias list comes last, so a note named in the
-    question can rise across languages.
+    Pure but for `feedback` (the store query behind the feedback list), so the bench can replay it over
+    cached lists with other settings. The e5 list counts only when it is non-empty and `e5_weight > 0`;
+    then the `use` list weighs `use_weight_with_e5`.
     """
     langs = tuned_languages(lists.query_langs, tuning)
     with_e5 = bool(lists.quality) and tuning.e5_weight > 0
@@ -273,7 +228,8 @@ def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
         words = {w.lower() for w in _WORD.findall(query)}
         scale = tuning.title_boost / (tuning.rrf_k + 1)
         for c in cands:
-            c.score += scale * title_match(words, str(c.payload.get("note_title", "")))
+            if share := title_match(words, str(c.payload.get("note_title", ""))):
+                c.add("title", scale * share)
         cands.sort(key=lambda c: -c.score)
     return after_first_pass(cands, lists, dense, tuning, feedback)
 
@@ -288,7 +244,8 @@ def tuned_languages(query_langs: Mapping[str, float], tuning: SearchTuning) -> M
 def after_first_pass(cands: list[_Cand], lists: CandidateLists, dense: Sequence[ScoredPoint], tuning: SearchTuning,
                      feedback: FeedbackSearch | None) -> list[_Cand]:
     """What follows the RRF first pass (`cands`, best first): the feedback list, the language slots
-    over `dense` (the dense list after its floor), then the title/alias list."""
+    over `dense` (the dense list after its floor), the title/alias list, the note-level lists and the
+    exact words."""
     if feedback is not None and tuning.feedback_weight > 0 and tuning.feedback_docs > 0:
         vector = feedback_query(cands[: tuning.feedback_docs], tuning.feedback_terms)
         if vector.indices:
@@ -296,11 +253,64 @@ def after_first_pass(cands: list[_Cand], lists: CandidateLists, dense: Sequence[
                                  note_ranks=tuning.note_ranks)
     if tuning.language_slots and dense:
         cands = language_slots(cands, dense)
+    langs = tuned_languages(lists.query_langs, tuning)
     if uses_titles(tuning) and lists.titles:  # after the slots: a name is evidence in any language
         cands = add_title_list(cands, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight,
-                               weight_same=tuning.title_weight_same,
-                               query_langs=tuned_languages(lists.query_langs, tuning))
+                               weight_same=tuning.title_weight_same, query_langs=langs)
+    if lists.notes or lists.notes_lexical:  # after the slots too: what a note is about holds in any language
+        cands = add_note_lists(cands, lists, tuning, langs)
+    if tuning.exact_words and lists.rare is not None:
+        cands = keep_exact(cands, lists.rare, tuning.exact_rank)
     return cands
+
+
+def add_note_lists(cands: Sequence[_Cand], lists: CandidateLists, tuning: SearchTuning,
+                   query_langs: Mapping[str, float]) -> list[_Cand]:
+    """The candidates with the note-level lists' terms `w / (rrf_k + rank)` added to each note's best chunk.
+
+    A note ranks by what it is about (its windows, its fielded BM25 document) and its best chunk is the
+    section to cite; a note only these lists found joins with its lead chunk. The BM25 list weighs a note
+    by the query's language odds as the chunk list does. Inputs are not changed; sorted, best first.
+    """
+    out = [c.copy() for c in sorted(cands, key=lambda c: -c.score)]
+    best: dict[str, _Cand] = {}
+    for c in out:
+        best.setdefault(str(c.payload.get("note_id", "")), c)
+    k = tuning.rrf_k
+    for name, points in (("note", lists.notes if tuning.note_weight > 0 else ()),
+                         ("note_lexical", lists.notes_lexical)):
+        for rank, p in enumerate(points, 1):
+            if name == "note":
+                w = tuning.note_weight
+            else:
+                w = payload_weight(p.payload, query_langs, tuning.note_lexical_weight_same,
+                                   tuning.note_lexical_weight_other)
+            if w <= 0:
+                continue
+            note = str(p.payload.get("note_id", p.id))
+            c = best.get(note)
+            if c is None:
+                c = best[note] = _new(p, name, 0.0, rank)
+                out.append(c)
+            c.add(name, w / (k + rank), rank)
+    return sorted(out, key=lambda c: -c.score)
+
+
+def keep_exact(cands: Sequence[_Cand], rare: RareWord, worst: int) -> list[_Cand]:
+    """The candidates with the rare word's chunk at rank `worst` at most (1 when the query is only rare
+    words): its score is raised to just above the candidate's now at that rank (the `exact` part)."""
+    out = sorted(cands, key=lambda c: -c.score)
+    target = 1 if rare.whole_query else max(1, worst)
+    at = next((i for i, c in enumerate(out) if c.chunk_id == rare.chunk_id), None)
+    if at is None or at < target:
+        return list(out)
+    above = out[target - 1].score
+    moved = out[at].copy()
+    moved.add("exact", above + _EPSILON * max(1.0, abs(above)) - moved.score)
+    return sorted([*out[:at], moved, *out[at + 1:]], key=lambda c: -c.score)
+
+
+_EPSILON = 1e-6
 
 
 def uses_titles(tuning: SearchTuning) -> bool:
@@ -347,7 +357,11 @@ def language_slots(cands: Sequence[_Cand], dense: Sequence[ScoredPoint]) -> list
         if pick is None:
             pick = next(c for c in rest if c.chunk_id not in taken)
         taken.add(pick.chunk_id)
-        out.append(replace(pick, score=scores[rank]))
+        dealt = pick.copy()
+        if scores[rank] != pick.score:
+            dealt.add("slots", scores[rank] - pick.score)
+            dealt.ranks["slots"] = rank + 1
+        out.append(dealt)
     return out
 
 
@@ -390,7 +404,7 @@ def add_title_list(cands: Sequence[_Cand], named: Sequence[NamedNote], *, rrf_k:
     not changed; the result is sorted, best first.
     """
     same = weight if weight_same is None else weight_same
-    out = [replace(c) for c in sorted(cands, key=lambda c: -c.score)]
+    out = [c.copy() for c in sorted(cands, key=lambda c: -c.score)]
     best: dict[str, _Cand] = {}
     for c in out:
         best.setdefault(str(c.payload.get("note_id", "")), c)
@@ -400,8 +414,7 @@ def add_title_list(cands: Sequence[_Cand], named: Sequence[NamedNote], *, rrf_k:
             continue
         part = payload_weight(c.payload, query_langs or {}, same, weight) * m.share / (rrf_k + 1)
         if part > 0:
-            c.score += part
-            c.via = f"{c.via}+title"
+            c.add("title", part, 1)
     return sorted(out, key=lambda c: -c.score)
 
 
@@ -412,20 +425,19 @@ def add_feedback(cands: Sequence[_Cand], feedback: Sequence[ScoredPoint], *, rrf
     A chunk only the feedback list found joins with its feedback score alone. Inputs are not
     changed; the result is sorted, best first.
     """
-    out = {c.chunk_id: replace(c) for c in cands}
+    out = {c.chunk_id: c.copy() for c in cands}
     for rank, p in ranked(feedback, note_ranks):
-        add_part(out, p, weight / (rrf_k + rank), "feedback")
+        add_part(out, p, weight / (rrf_k + rank), "feedback", rank)
     return sorted(out.values(), key=lambda c: -c.score)
 
 
-def add_part(out: dict[str, _Cand], p: ScoredPoint, part: float, via: str) -> None:
+def add_part(out: dict[str, _Cand], p: ScoredPoint, part: float, via: str, rank: int | None = None) -> None:
     """Add one list's RRF term for `p`: to its candidate, or as a new candidate found by that list alone."""
     c = out.get(p.id)
     if c is None:
-        out[p.id] = _Cand(p.id, part, p.payload, via)
+        out[p.id] = _new(p, via, part, rank or 0)
     else:
-        c.score += part
-        c.via = f"{c.via}+{via}"
+        c.add(via, part, rank)
 
 
 def title_match(query_words: set[str], title: str) -> float:
@@ -453,12 +465,12 @@ def rrf_fuse(dense: Sequence[ScoredPoint], lexical: Sequence[ScoredPoint],
     probs: Mapping[str, float] = {query_lang: 1.0} if isinstance(query_lang, str) else (query_lang or {})
     out: dict[str, _Cand] = {}
     for rank, p in ranked(dense, note_ranks):
-        out[p.id] = _Cand(p.id, dense_weight / (rrf_k + rank), p.payload, "dense", p.score)
+        out[p.id] = _new(p, "dense", dense_weight / (rrf_k + rank), rank, p.score)
     for rank, p in ranked(quality, note_ranks):
-        add_part(out, p, quality_weight / (rrf_k + rank), E5_VECTOR)
+        add_part(out, p, quality_weight / (rrf_k + rank), E5_VECTOR, rank)
     for rank, p in ranked(lexical, note_ranks):
         w = language_weight(p, probs, weight_same, weight_other)
-        add_part(out, p, w / (rrf_k + rank), "lexical")
+        add_part(out, p, w / (rrf_k + rank), "lexical", rank)
     return sorted(out.values(), key=lambda c: -c.score)
 
 
@@ -510,25 +522,51 @@ def best_per_note(cands: Sequence[_Cand], sum_weight: float = 0.0) -> list[_Cand
             best[note] = c
     if sum_weight <= 0:
         return list(best.values())
-    out = [replace(c, score=c.score + sum_weight * rest.get(note, 0.0)) for note, c in best.items()]
+    out = []
+    for note, c in best.items():
+        c = c.copy()
+        if rest.get(note):
+            c.add("note_sum", sum_weight * rest[note])
+        out.append(c)
     return sorted(out, key=lambda c: -c.score)
 
 
+def rank_notes(cands: Sequence[_Cand], lists: CandidateLists | None, tuning: SearchTuning,
+               sum_weight: float) -> list[_Cand]:
+    """One candidate per note (`best_per_note`), the rare word's note kept where `keep_exact` put its chunk:
+    a note's other chunks must not lift another note over the one holding the exact word."""
+    notes = best_per_note(cands, sum_weight)
+    if not (tuning.exact_words and lists is not None and lists.rare is not None):
+        return notes
+    note = next((str(c.payload.get("note_id", "")) for c in cands if c.chunk_id == lists.rare.chunk_id), None)
+    lead = next((c.chunk_id for c in notes if str(c.payload.get("note_id", "")) == note), None)
+    if lead is None:
+        return notes
+    return keep_exact(notes, replace(lists.rare, chunk_id=lead), tuning.exact_rank)
+
+
 __all__ = [
+    "ADJUSTMENTS",
+    "LISTS",
+    "RARE_CHUNKS",
     "CandidateLists",
     "FeedbackSearch",
+    "RareWord",
     "SearchTuning",
     "add_feedback",
+    "add_note_lists",
     "add_part",
     "add_title_list",
     "after_first_pass",
     "best_per_note",
     "feedback_query",
     "fuse",
+    "keep_exact",
     "language_slots",
     "language_weight",
     "payload_weight",
     "query_languages",
+    "rank_notes",
     "ranked",
     "rrf_fuse",
     "title_match",

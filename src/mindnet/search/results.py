@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +41,45 @@ class Hit:
     line_end: int
     lang: str
     via: str
-    """How it was found: the lists that held it joined by `+` in the order `dense`, `e5`, `lexical`,
-    `feedback`, `title` (e.g. `dense+lexical`, `dense+e5+lexical+feedback+title`), or `expand` (graph
-    expansion)."""
+    """How it was found: the lists that held it joined by `+` (`dense`, `e5`, `lexical`, `feedback`,
+    `title`, `note`, `note_lexical`; e.g. `dense+lexical+note`), or `expand` (graph expansion)."""
+    explain: Explanation | None = None
+    """What each list and adjustment added to `score`, when the search was asked to explain (hybrid)."""
+
+    def as_dict(self) -> dict[str, object]:
+        """The hit as JSON-ready values (the `explain` parts as a list, or absent)."""
+        out: dict[str, object] = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "explain"}
+        if self.explain is not None:
+            out["explain"] = self.explain.as_dict()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One list's (or adjustment's) share of a hit's score."""
+
+    name: str
+    """A list (`dense`, `e5`, `lexical`, `feedback`, `title`, `note`, `note_lexical`) or an adjustment:
+    `slots` (the language slots dealt the hit another score), `exact` (a rare query word kept it near the
+    top), `note_sum` (by note: a share of the note's other chunks)."""
+    score: float
+    """What it added (negative when an adjustment lowered the score)."""
+    rank: int | None
+    """The hit's rank in that list (for `slots`: the rank it was dealt); None for `exact` and `note_sum`."""
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """Why a hit scored what it did: its parts add up to the hit's score."""
+
+    parts: tuple[Part, ...]
+
+    @property
+    def total(self) -> float:
+        return sum(p.score for p in self.parts)
+
+    def as_dict(self) -> list[dict[str, object]]:
+        return [{"list": p.name, "rank": p.rank, "score": p.score} for p in self.parts]
 
 
 

@@ -19,6 +19,7 @@ at 0.3). Use it to give an LLM the surroundings of a hit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any, Literal, TypeAlias
@@ -27,23 +28,38 @@ from ..config import Settings
 from ..embedding import Embedder
 from ..errors import MindnetError
 from ..graph import STRUCTURAL_KINDS
-from ..points import DENSE_VECTOR, E5_VECTOR
-from ..store import AnyOf, Equals, Filter, ScoredPoint, SparseVec, Store, lexical_query
+from ..points import DENSE_VECTOR, E5_VECTOR, NOTE_VECTOR
+from ..store import (
+    NOTE_SPARSE,
+    AnyOf,
+    Equals,
+    Filter,
+    ScoredPoint,
+    SparseVec,
+    Store,
+    TextMatch,
+    content_words,
+    lexical_query,
+)
 from ..text import not_utf8_at
 from ..titles import NamedNote, TitleIndex
 from .context import Context, TokenCounter, _EmbedderCounter, _note_ids, build_context, note_fulltexts
 from .filters import SearchFilters
 from .fusion import (
+    ADJUSTMENTS,
+    LISTS,
+    RARE_CHUNKS,
     CandidateLists,
     FeedbackSearch,
+    RareWord,
     SearchTuning,
     _Cand,
-    best_per_note,
     fuse,
     query_languages,
+    rank_notes,
     uses_titles,
 )
-from .results import Hit
+from .results import Explanation, Hit, Part
 
 Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
@@ -138,7 +154,7 @@ class Searcher:
         return self.quality_embedder()
 
     def search(self, query: str, *, k: int = 10, mode: Mode = "hybrid", filters: SearchFilters | None = None,
-               expand: bool = False, by_note: bool = False) -> list[Hit]:
+               expand: bool = False, by_note: bool = False, explain: bool = False) -> list[Hit]:
         """The `k` best chunks (or notes) for a query.
 
         Args:
@@ -148,6 +164,7 @@ class Searcher:
             filters: restrictions on type, tags, area, project, language, path, note, created date.
             expand: add prev/next neighbours and the best chunks of linked notes (R22).
             by_note: one hit per note: its best chunk, with the note's best score.
+            explain: give each hit what every list and adjustment added to its score (`Hit.explain`).
 
         Raises:
             MindnetError: an unknown mode, a non-positive `k`, or a query that is not UTF-8.
@@ -178,15 +195,16 @@ class Searcher:
             cands = [_cand(p, "dense", dense=True) for p in self._dense(vector, pool, flt)]
         elif mode == "lexical":
             cands = [_cand(p, "lexical") for p in self._lexical(query, pool, flt)]
-        else:
+        lists: CandidateLists | None = None
+        if mode == "hybrid":
             assert vector is not None
-            cands = self._hybrid(query, vector, pool, flt, e5_list)
+            cands, lists = self._hybrid(query, vector, pool, flt, e5_list)
         if expand and cands:
             assert vector is not None
             cands = self._expand(cands, vector, flt)
         if by_note:
-            cands = best_per_note(cands, t.note_sum_weight if mode == "hybrid" else 0.0)
-        return [_hit(rank, c) for rank, c in enumerate(cands[:k], 1)]
+            cands = rank_notes(cands, lists, t, t.note_sum_weight if mode == "hybrid" else 0.0)
+        return [_hit(rank, c, explain and mode == "hybrid") for rank, c in enumerate(cands[:k], 1)]
 
     def candidate_lists(self, query: str, pool: int, flt: Filter | None = None) -> CandidateLists:
         """The dense, e5 (when the tier is there) and lexical lists and the query's language odds:
@@ -197,9 +215,17 @@ class Searcher:
         """
         e5_list = self._e5_list(query, self._quality_for("hybrid"), pool, flt)
         vector = self.embedder.embed_query(query)
-        return CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
+        return self._lists(query, vector, pool, flt, e5_list, titles=True)
+
+    def _lists(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None, e5_list: _Later | None,
+               *, titles: bool) -> CandidateLists:
+        """Every list hybrid fusion reads, from the store: chunk lists, note-level lists, the rare word."""
+        lexical = self._lexical(query, pool, flt)
+        return CandidateLists(self._dense(vector, pool, flt), lexical,
                               query_languages(query, self.settings.languages, self.settings.cache_dir),
-                              e5_list() if e5_list else [], self.title_matches(query))
+                              e5_list() if e5_list else [], self.title_matches(query) if titles else (),
+                              notes=self._notes(vector, pool, flt), notes_lexical=self._notes_lexical(query, pool, flt),
+                              rare=self._rare(query, lexical))
 
     def feedback_search(self, pool: int, flt: Filter | None = None) -> FeedbackSearch:
         """The store query behind `fuse`'s feedback list: BM25 with a weighted term vector, `pool`
@@ -253,18 +279,47 @@ class Searcher:
         return run if self.executor is None else self.executor.submit(run).result
 
     def _hybrid(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None,
-                e5_list: _Later | None = None) -> list[_Cand]:
+                e5_list: _Later | None = None) -> tuple[list[_Cand], CandidateLists | None]:
         t = self.tuning
         if not t.language_fusion:
             sparse = self._sparse_query(query)
             fused = self.store.search_hybrid("chunks", self.dense_vector, vector, sparse, limit=pool, flt=flt,
                                              candidates=pool, rrf_k=t.rrf_k)
-            return [_cand(p, "dense+lexical") for p in fused]
-        lists = CandidateLists(self._dense(vector, pool, flt), self._lexical(query, pool, flt),
-                               query_languages(query, self.settings.languages, self.settings.cache_dir),
-                               e5_list() if e5_list else [],
-                               self.title_matches(query) if uses_titles(t) else ())
-        return fuse(query, lists, t, self.feedback_search(pool, flt))
+            return [_cand(p, "dense+lexical") for p in fused], None
+        lists = self._lists(query, vector, pool, flt, e5_list, titles=uses_titles(t))
+        return fuse(query, lists, t, self.feedback_search(pool, flt)), lists
+
+    def _has_note_level(self) -> bool:
+        """Whether the store's chunks carry note-level vectors (an import with `note_vectors`)."""
+        schema = self.store.meta()
+        return schema is not None and any(v.name == NOTE_VECTOR for v in schema.vectors)
+
+    def _notes(self, vector: Sequence[float], limit: int, flt: Filter | None) -> list[ScoredPoint]:
+        """The note-level dense list: lead chunks by their note's closest window."""
+        if self.tuning.note_weight <= 0 or self.dense_vector != DENSE_VECTOR or not self._has_note_level():
+            return []
+        return self.store.search_dense("chunks", NOTE_VECTOR, vector, limit=limit, flt=flt)
+
+    def _notes_lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
+        """The note-level BM25 list: lead chunks by their note's fielded document."""
+        t = self.tuning
+        if max(t.note_lexical_weight_same, t.note_lexical_weight_other) <= 0 or not self._has_note_level():
+            return []
+        return self.store.search_sparse("chunks", self._sparse_query(query), limit=limit, flt=flt, using=NOTE_SPARSE)
+
+    def _rare(self, query: str, lexical: Sequence[ScoredPoint]) -> RareWord | None:
+        """The lexical top chunk with the query words it holds that at most `RARE_CHUNKS` chunks of the vault
+        hold (a full-text count per word, at most `_RARE_PROBES` words), or None."""
+        if not self.tuning.exact_words or not lexical:
+            return None
+        words = content_words(query, self.settings.languages)
+        top = lexical[0]
+        have = {w.lower() for w in _WORDS.findall(f"{top.payload.get('text', '')} {top.payload.get('note_title', '')}")}
+        rare = tuple(w for w in [w for w in words if w.lower() in have and len(w) <= 64][:_RARE_PROBES]
+                     if self.store.count("chunks", Filter.all(TextMatch("text", w))) <= RARE_CHUNKS)
+        if not rare:
+            return None
+        return RareWord(top.id, rare, whole_query={w.lower() for w in rare} == {w.lower() for w in words})
 
     # -- expansion -------------------------------------------------------------------------------
 
@@ -362,7 +417,19 @@ def _cand(p: ScoredPoint, via: str, dense: bool = False) -> _Cand:
     return _Cand(p.id, p.score, p.payload, via, p.score if dense else None)
 
 
-def _hit(rank: int, c: _Cand) -> Hit:
+_WORDS = re.compile(r"[^\W_]+")
+_RARE_PROBES = 6
+"""Query words looked up in the full-text index per search, at most: each is one count in the store."""
+
+
+def _explanation(c: _Cand) -> Explanation:
+    """A candidate's parts in list order, then the adjustments; they sum to its score."""
+    order = [*LISTS, *ADJUSTMENTS]
+    names = sorted(c.parts, key=lambda n: order.index(n) if n in order else len(order))
+    return Explanation(tuple(Part(n, c.parts[n], c.ranks.get(n)) for n in names))
+
+
+def _hit(rank: int, c: _Cand, explain: bool = False) -> Hit:
     pl = c.payload
     return Hit(
         rank=rank,
@@ -380,6 +447,7 @@ def _hit(rank: int, c: _Cand) -> Hit:
         line_end=int(pl.get("line_end", 0)),
         lang=str(pl.get("lang", "")),
         via=c.via,
+        explain=_explanation(c) if explain else None,
     )
 
 

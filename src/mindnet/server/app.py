@@ -90,7 +90,7 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
             path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
         )
         hits = index.search_many(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note)
-        return [dataclasses.asdict(h) for h in hits]
+        return [h.as_dict() for h in hits]
 
     @app.post("/api/context", summary="A token-budgeted context with citations (`mindnet context --json`)")
     def context(

@@ -54,6 +54,9 @@ first occurrence (an effective k of ~0.6); `b` is low because a section's first 
 whole section (`points.contextual_lexical`). It lifts the BM25 list (mean nDCG@5 0.728 -> 0.745
 with `lexical_query(strict=True)`) but not the default's fusion out of sample, so it is not the
 import's shape yet."""
+NOTE_BM25 = Bm25Shape(k=1.2, b=0.5, avg_len=400.0)
+"""The shape of a whole note's fielded document (`points.note_lexical`): notes are longer than chunks and
+vary more, so length counts half as much as the engine's default."""
 CHUNK_BM25 = PLAIN_BM25
 """The shape chunks are encoded with when no other is named (feedback terms, `lexical_document`'s default)."""
 BM25_SHAPES: dict[str, Bm25Shape] = {"engine": PLAIN_BM25, "measured": MEASURED_BM25}
@@ -140,6 +143,13 @@ def lexical_query(text: str, langs: Iterable[str | None] = ("de", "en"), *, stri
             indices.update(_bm25(lang).embed_query(text).indices)
     ordered = tuple(sorted(indices))
     return SparseVec(ordered, (1.0,) * len(ordered))
+
+
+def content_words(text: str, langs: Iterable[str | None] = ("de", "en")) -> list[str]:
+    """The words of `text` that `lexical_query(strict=True)` searches: none that is a stopword in any of
+    `langs`, each once, in order."""
+    langs = tuple(dict.fromkeys(langs))
+    return [w for w in dict.fromkeys(_WORD.findall(text)) if _word_terms(w, langs)]
 
 
 @functools.lru_cache(maxsize=8192)
