@@ -445,7 +445,20 @@ def note_tunings() -> list[SearchTuning]:
     return list(dict.fromkeys(out))
 
 
-TUNINGS: dict[str, Callable[[], list[SearchTuning]]] = {"joint": lambda: joint_tunings(), "notes": note_tunings}
+def place_tunings() -> list[SearchTuning]:
+    """`loo --tunings place`: where the note-level lists join (before or after the language slots) crossed
+    with their weights, the other knobs at the default."""
+    out = [SearchTuning(note_weight=0.0, note_lexical_weight_same=0.0, exact_words=False)]
+    for before in (True, False):
+        for note in (0.5, 1.0, 1.5, 2.0):
+            for lex_same, lex_other in ((0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (1.0, 0.25)):
+                out.append(SearchTuning(note_weight=note, note_lexical_weight_same=lex_same,
+                                        note_lexical_weight_other=lex_other, notes_before_slots=before))
+    return list(dict.fromkeys(out))
+
+
+TUNINGS: dict[str, Callable[[], list[SearchTuning]]] = {"joint": lambda: joint_tunings(), "notes": note_tunings,
+                                                        "place": place_tunings}
 """The settings `loo --tunings` replays."""
 
 
@@ -457,7 +470,8 @@ def _tuning_label(t: SearchTuning) -> str:
             + (" note-ranks" if t.note_ranks else "") + (" slots" if t.language_slots else "")
             + (f" floor={t.dense_floor}" if t.dense_floor else "")
             + f" notes={t.note_weight}/{t.note_lexical_weight_same}/{t.note_lexical_weight_other}"
-            + (f" exact@{t.exact_rank}" if t.exact_words else ""))
+            + (f" exact@{t.exact_rank}" if t.exact_words else "")
+            + ("" if t.notes_before_slots else " notes-after-slots"))
 
 
 def run_grid(args: argparse.Namespace) -> None:
@@ -994,7 +1008,7 @@ def _print_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
     held = cells.leave_one_out(scores, refs, names, r["sizes"])
     inside = cells.pick(scores, refs, names, r["sizes"])
     default = labels.index(r["default"])
-    proposed = labels.index(r["proposed"])
+    proposed = labels.index(r["proposed"]) if r["proposed"] in labels else default
     print("\n### nDCG@5 per cell: out of sample (knobs picked on the other cells) beside in sample\n")
     print("| cell | n | " + " | ".join(SINGLES) + " | hybrid default | proposed | hybrid out of sample | "
           "hybrid in sample | "

@@ -619,7 +619,7 @@ class Index:
         return self._query_pool
 
     def search(self, query: str, **options: Any) -> list[Hit]:
-        """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note)."""
+        """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note, explain)."""
         return self.searcher().search(checked_query(query), **options)
 
     def search_many(self, queries: Sequence[str], *, k: int = 10, **options: Any) -> list[Hit]:

@@ -69,6 +69,10 @@ class SearchTuning:
     note in the query's language; 0 with `note_lexical_weight_other` leaves it out."""
     note_lexical_weight_other: float = 0.0
     """The same for a note in another language."""
+    notes_before_slots: bool = True
+    """Add the note-level lists before the language slots re-deal the ranking (else after them): the
+    windows of a note in the query's language are closer to it than the same note's translation, so in
+    a mixed vault the note lists must reorder each language among itself, as BM25 does."""
     exact_words: bool = True
     """Keep exact words: when the chunk BM25 ranks first holds a word the vault has in at most
     `RARE_CHUNKS` chunks, it is placed at rank `exact_rank` at worst (rank 1 when the query is nothing
@@ -251,13 +255,16 @@ def after_first_pass(cands: list[_Cand], lists: CandidateLists, dense: Sequence[
         if vector.indices:
             cands = add_feedback(cands, feedback(vector), rrf_k=tuning.rrf_k, weight=tuning.feedback_weight,
                                  note_ranks=tuning.note_ranks)
+    langs = tuned_languages(lists.query_langs, tuning)
+    with_notes = bool(lists.notes or lists.notes_lexical)
+    if with_notes and tuning.notes_before_slots:
+        cands = add_note_lists(cands, lists, tuning, langs)
     if tuning.language_slots and dense:
         cands = language_slots(cands, dense)
-    langs = tuned_languages(lists.query_langs, tuning)
     if uses_titles(tuning) and lists.titles:  # after the slots: a name is evidence in any language
         cands = add_title_list(cands, lists.titles, rrf_k=tuning.rrf_k, weight=tuning.title_weight,
                                weight_same=tuning.title_weight_same, query_langs=langs)
-    if lists.notes or lists.notes_lexical:  # after the slots too: what a note is about holds in any language
+    if with_notes and not tuning.notes_before_slots:
         cands = add_note_lists(cands, lists, tuning, langs)
     if tuning.exact_words and lists.rare is not None:
         cands = keep_exact(cands, lists.rare, tuning.exact_rank)
