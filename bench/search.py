@@ -430,10 +430,15 @@ def e5_grid_tunings() -> list[SearchTuning]:
     return out
 
 
+NO_NOTES = SearchTuning(note_weight=0.0, note_lexical_weight_same=0.0, note_lexical_weight_other=0.0,
+                        exact_words=False)
+"""The fusion before issue 25: no note-level lists, no exact-word rule."""
+
+
 def note_tunings() -> list[SearchTuning]:
     """`loo --tunings notes` (issue 25): the note-level lists' weights crossed with the knobs they plausibly
     move (the chunk BM25 weight, the feedback list, rrf_k), exact words on, the rest at the default."""
-    out = [SearchTuning(), SearchTuning(note_weight=0.0, note_lexical_weight_same=0.0, exact_words=False)]
+    out = [SearchTuning(), NO_NOTES]
     for note in (0.0, 0.5, 1.0, 1.5, 2.0):
         for lex_same, lex_other in ((0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (1.0, 0.25)):
             for same in (1.0, 1.25):
@@ -448,7 +453,7 @@ def note_tunings() -> list[SearchTuning]:
 def place_tunings() -> list[SearchTuning]:
     """`loo --tunings place`: where the note-level lists join (before or after the language slots) crossed
     with their weights, the other knobs at the default."""
-    out = [SearchTuning(note_weight=0.0, note_lexical_weight_same=0.0, exact_words=False)]
+    out = [NO_NOTES]
     for before in (True, False):
         for note in (0.5, 1.0, 1.5, 2.0):
             for lex_same, lex_other in ((0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (1.0, 0.25)):

@@ -38,9 +38,10 @@ NOTE_WINDOW_TOKENS = 300
 NOTE_MAX_WINDOWS = 64
 """Windows embedded per note at most: a book-length note is known by its first ~19,000 tokens, and one point's
 multivector stays bounded (64 × 512 floats)."""
-NOTE_FIELDS = (("title", 3), ("aliases", 2), ("headings", 2), ("path", 1), ("text", 1))
-"""A note's fields in its note-level BM25 document and how many times each counts: a word of the title or an
-alias says more about what the note is about than the same word in its text (BM25F by repetition)."""
+NOTE_FIELDS = (("title", 3), ("aliases", 2), ("headings", 2), ("path", 1))
+"""A note's fields in its note-level BM25 document and how many times each counts: the words that say what a
+note is about (BM25F by repetition). Its text is not among them: the chunks' BM25 list counts it already,
+and counted twice it lifted every note in the query's language over the other language's answer."""
 E5_VECTOR = "e5"
 """Name of the e5 tier's dense vector (multilingual-e5-small), filled in after the import."""
 
@@ -169,16 +170,15 @@ def note_inputs(note: Note, settings: Settings, tokenizer: Tokenizer) -> list[st
 
 
 def note_lexical(note: Note, chunks: Sequence[Chunk]) -> SparseVec:
-    """A note's fielded BM25 document (`NOTE_FIELDS`): title, aliases, headings, path words and retrieval
-    text, each repeated by its weight, stemmed by the note's language; empty for a note without prose."""
+    """A note's fielded BM25 document (`NOTE_FIELDS`): title, aliases, headings and path words, each repeated
+    by its weight, stemmed by the note's language; empty for a note without prose."""
     from .store import NOTE_BM25, SparseVec, lexical_document
 
-    body = retrieval_text(note.fulltext)
-    if not body:
+    if not retrieval_text(note.fulltext):
         return SparseVec((), ())
     headings = dict.fromkeys(part for c in chunks for part in c.section_path.split("/") if part)
     fields = {"title": note.title, "aliases": " ".join(note.aliases), "headings": " ".join(headings),
-              "path": re.sub(r"[/\\_.\-]+", " ", note.path.removesuffix(".md")), "text": body}
+              "path": re.sub(r"[/\\_.\-]+", " ", note.path.removesuffix(".md"))}
     text = "\n".join("\n".join([fields[name]] * times) for name, times in NOTE_FIELDS if fields[name])
     return lexical_document(text, note.lang, NOTE_BM25)
 

@@ -61,13 +61,13 @@ class SearchTuning:
     note_ranks: bool = False
     """Rank each chunk list by notes: a note's first chunk in a list counts at the note's rank among that
     list's notes, its later chunks not at all."""
-    note_weight: float = 1.0
+    note_weight: float = 0.5
     """Weight of the note-level dense list (each note's windows, `points.NOTE_VECTOR`): a note's rank in it
     adds `w / (rrf_k + rank)` to its best chunk. 0 leaves the list out (and its store query)."""
-    note_lexical_weight_same: float = 0.5
+    note_lexical_weight_same: float = 1.0
     """Weight of the note-level BM25 list (title, aliases, headings, path and text of whole notes) for a
     note in the query's language; 0 with `note_lexical_weight_other` leaves it out."""
-    note_lexical_weight_other: float = 0.0
+    note_lexical_weight_other: float = 0.25
     """The same for a note in another language."""
     notes_before_slots: bool = True
     """Add the note-level lists before the language slots re-deal the ranking (else after them): the

@@ -54,9 +54,9 @@ first occurrence (an effective k of ~0.6); `b` is low because a section's first 
 whole section (`points.contextual_lexical`). It lifts the BM25 list (mean nDCG@5 0.728 -> 0.745
 with `lexical_query(strict=True)`) but not the default's fusion out of sample, so it is not the
 import's shape yet."""
-NOTE_BM25 = Bm25Shape(k=1.2, b=0.5, avg_len=400.0)
-"""The shape of a whole note's fielded document (`points.note_lexical`): notes are longer than chunks and
-vary more, so length counts half as much as the engine's default."""
+NOTE_BM25 = Bm25Shape(k=1.2, b=0.5, avg_len=40.0)
+"""The shape of a note's fielded document (`points.note_lexical`: title, aliases, headings, path): a few dozen
+words, and a note with many headings should not lose much for having them, so length counts half."""
 CHUNK_BM25 = PLAIN_BM25
 """The shape chunks are encoded with when no other is named (feedback terms, `lexical_document`'s default)."""
 BM25_SHAPES: dict[str, Bm25Shape] = {"engine": PLAIN_BM25, "measured": MEASURED_BM25}
