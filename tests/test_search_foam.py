@@ -79,3 +79,18 @@ def test_the_explanation_adds_up_to_the_score(foam: Index, query: str, by_note: 
     plain = foam.search(query, k=10, by_note=by_note)
     assert [(h.chunk_id, h.score) for h in plain] == [(h.chunk_id, h.score) for h in hits]
     assert all(h.explain is None for h in plain)
+
+
+def test_notes_come_once_with_their_best_sections_in_the_by_note_order(foam: Index) -> None:
+    query = "how do I publish my notes"
+    notes = foam.search_notes(query, k=5, sections=3)
+    by_note = foam.search(query, k=5, by_note=True)
+    assert [n.note_id for n in notes] == [h.note_id for h in by_note]
+    assert len({n.note_id for n in notes}) == len(notes)
+    for n in notes:
+        assert 1 <= len(n.sections) <= 3 and all(h.note_id == n.note_id for h in n.sections)
+        assert n.sections[0].chunk_id == next(h.chunk_id for h in by_note if h.note_id == n.note_id)
+        scores = [h.score for h in n.sections]
+        assert scores == sorted(scores, reverse=True)
+        assert [h.rank for h in n.sections] == list(range(1, len(n.sections) + 1))
+    assert any(len(n.sections) > 1 for n in notes)  # a note matching in several places shows them together

@@ -53,7 +53,7 @@ from .reading import (  # noqa: F401 (re-exported)
     note_from_text,
     read_jobs,
 )
-from .search import Context, Hit, Searcher, fuse_hits
+from .search import Context, Hit, NoteHit, Searcher, fuse_hits
 from .store import Equals, Filter, Store, copy_store
 from .sync import (
     NOTES_CACHE,
@@ -621,6 +621,11 @@ class Index:
     def search(self, query: str, **options: Any) -> list[Hit]:
         """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note, explain)."""
         return self.searcher().search(checked_query(query), **options)
+
+    def search_notes(self, query: str, **options: Any) -> list[NoteHit]:
+        """Notes for a query, each once with its best sections; options as `Searcher.search_notes`
+        (k, sections, mode, filters, explain)."""
+        return self.searcher().search_notes(checked_query(query), **options)
 
     def search_many(self, queries: Sequence[str], *, k: int = 10, **options: Any) -> list[Hit]:
         """Hits for one query, or for several wordings of one question fused by rank (`fuse_hits`).

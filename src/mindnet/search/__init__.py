@@ -26,7 +26,7 @@ from .fusion import (
     title_match,
 )
 from .fusion import _Cand as _Cand
-from .results import Hit, fuse_hits, snippet
+from .results import Explanation, Hit, NoteHit, Part, fuse_hits, snippet
 from .searcher import MODES, Mode, Searcher
 
 __all__ = [
@@ -36,9 +36,12 @@ __all__ = [
     "CandidateLists",
     "Citation",
     "Context",
+    "Explanation",
     "FeedbackSearch",
     "Hit",
     "Mode",
+    "NoteHit",
+    "Part",
     "SearchFilters",
     "SearchTuning",
     "Searcher",

@@ -55,6 +55,32 @@ class Hit:
 
 
 @dataclass(frozen=True, slots=True)
+class NoteHit:
+    """One note of a result list with its best sections (`Searcher.search_notes`): a note shown once."""
+
+    rank: int
+    """1-based position among the notes."""
+    score: float
+    """The note's score (as `search(by_note=True)` ranks it)."""
+    note_id: str
+    path: str
+    title: str
+    sections: tuple[Hit, ...]
+    """Its best chunks, best first (rank within the note); the first is what `by_note` shows."""
+    explain: Explanation | None = None
+    """What each list added to the note's score, when asked."""
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready: the note's fields and its sections as `Hit.as_dict()`."""
+        out: dict[str, object] = {"rank": self.rank, "score": self.score, "note_id": self.note_id,
+                                  "path": self.path, "title": self.title,
+                                  "sections": [h.as_dict() for h in self.sections]}
+        if self.explain is not None:
+            out["explain"] = self.explain.as_dict()
+        return out
+
+
+@dataclass(frozen=True, slots=True)
 class Part:
     """One list's (or adjustment's) share of a hit's score."""
 

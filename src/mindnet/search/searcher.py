@@ -59,7 +59,7 @@ from .fusion import (
     rank_notes,
     uses_titles,
 )
-from .results import Explanation, Hit, Part
+from .results import Explanation, Hit, NoteHit, Part
 
 Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
@@ -169,6 +169,45 @@ class Searcher:
         Raises:
             MindnetError: an unknown mode, a non-positive `k`, or a query that is not UTF-8.
         """
+        found = self._candidates(query, k, mode, filters, expand, by_note)
+        if found is None:
+            return []
+        cands, lists = found
+        if by_note:
+            cands = rank_notes(cands, lists, self.tuning, self.tuning.note_sum_weight if mode == "hybrid" else 0.0)
+        return [_hit(rank, c, explain and mode == "hybrid") for rank, c in enumerate(cands[:k], 1)]
+
+    def search_notes(self, query: str, *, k: int = 10, sections: int = 3, mode: Mode = "hybrid",
+                     filters: SearchFilters | None = None, explain: bool = False) -> list[NoteHit]:
+        """The `k` best notes, each with its best `sections` chunks: what a person scanning results wants
+        (one line per note, not one note three times), from the same ranking as `search(by_note=True)`.
+
+        Raises:
+            MindnetError: as `search`, or `sections` below 1.
+        """
+        if sections < 1:
+            raise MindnetError(f"sections must be at least 1, not {sections}")
+        found = self._candidates(query, k, mode, filters, False, True)
+        if found is None:
+            return []
+        cands, lists = found
+        notes = rank_notes(cands, lists, self.tuning, self.tuning.note_sum_weight if mode == "hybrid" else 0.0)
+        chunks: dict[str, list[_Cand]] = {}
+        for c in sorted(cands, key=lambda c: -c.score):
+            chunks.setdefault(str(c.payload.get("note_id", "")), []).append(c)
+        with_explain = explain and mode == "hybrid"
+        out = []
+        for rank, note in enumerate(notes[:k], 1):
+            best = chunks.get(str(note.payload.get("note_id", "")), [note])[:sections]
+            hits = tuple(_hit(i, c, with_explain) for i, c in enumerate(best, 1))
+            out.append(NoteHit(rank, float(note.score), hits[0].note_id, hits[0].path, hits[0].title, hits,
+                               _explanation(note) if with_explain else None))
+        return out
+
+    def _candidates(self, query: str, k: int, mode: Mode, filters: SearchFilters | None, expand: bool,
+                    by_note: bool) -> tuple[list[_Cand], CandidateLists | None] | None:
+        """The checked query's candidates, best first, and the lists hybrid fused (None for the other
+        modes); None for an empty query."""
         # Bytes from a terminal that were not UTF-8: the tokenizer would raise a TypeError on them.
         if (bad := not_utf8_at(query)) is not None:
             raise MindnetError(f"the query is not valid UTF-8 (at character {bad + 1}); "
@@ -179,7 +218,7 @@ class Searcher:
             raise MindnetError(f"k must be at least 1, not {k}")
         query = query.strip()
         if not query:
-            return []
+            return None
         if filters and filters.lang and filters.lang not in self.settings.languages:
             # every chunk's language is detected among the vault's, so this filter could only answer nothing
             raise MindnetError(f"lang {filters.lang!r} is not a vault language ({', '.join(self.settings.languages)}); "
@@ -190,21 +229,19 @@ class Searcher:
         pool = max(4 * k, t.candidates) * (3 if by_note else 1)
         e5_list = self._e5_list(query, self._quality_for(mode), pool, flt)  # first: it runs beside all that follows
         vector = self.embedder.embed_query(query) if (mode != "lexical" or expand) else None
+        lists: CandidateLists | None = None
         if mode == "dense":
             assert vector is not None
             cands = [_cand(p, "dense", dense=True) for p in self._dense(vector, pool, flt)]
         elif mode == "lexical":
             cands = [_cand(p, "lexical") for p in self._lexical(query, pool, flt)]
-        lists: CandidateLists | None = None
-        if mode == "hybrid":
+        else:
             assert vector is not None
             cands, lists = self._hybrid(query, vector, pool, flt, e5_list)
         if expand and cands:
             assert vector is not None
             cands = self._expand(cands, vector, flt)
-        if by_note:
-            cands = rank_notes(cands, lists, t, t.note_sum_weight if mode == "hybrid" else 0.0)
-        return [_hit(rank, c, explain and mode == "hybrid") for rank, c in enumerate(cands[:k], 1)]
+        return cands, lists
 
     def candidate_lists(self, query: str, pool: int, flt: Filter | None = None) -> CandidateLists:
         """The dense, e5 (when the tier is there) and lexical lists and the query's language odds:
@@ -451,4 +488,4 @@ def _hit(rank: int, c: _Cand, explain: bool = False) -> Hit:
     )
 
 
-__all__ = ["MODES", "Hit", "Mode", "Searcher"]
+__all__ = ["MODES", "Hit", "Mode", "NoteHit", "Searcher"]
