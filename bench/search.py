@@ -87,6 +87,7 @@ import dataclasses
 import json
 import os
 import random
+import shutil
 import statistics
 import sys
 import tempfile
@@ -123,7 +124,7 @@ from mindnet.evaluation import (
     score_query,
     write_beir_vault,
 )
-from mindnet.points import stored_embedding_input
+from mindnet.points import NOTE_VECTOR, stored_embedding_input
 from mindnet.search import (
     E5_VECTOR,
     CandidateLists,
@@ -138,6 +139,7 @@ from mindnet.search import (
 from mindnet.search.fusion import add_part, after_first_pass, close_to_top, language_weight, rank_notes, tuned_languages
 from mindnet.search.fusion import ranked as ranked_points
 from mindnet.store import (
+    NOTE_SPARSE,
     EdgeStore,
     PointRecord,
     ScoredPoint,
@@ -1362,6 +1364,11 @@ QUERIES = [
 ]
 
 
+SYNTHETIC_LAYOUT = "notes-1"
+"""What a synthetic store holds beyond chunks (here: note-level vectors on each note's lead chunk); a kept
+store of another layout is built again."""
+
+
 def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], seed: int = 1,
                     e5: tuple[str, np.ndarray] | None = None) -> EdgeStore:
     """A store of `n_chunks` random chunks: 10 per note, prev/next neighbours, 3 links per note.
@@ -1371,9 +1378,12 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
     finished build (`--keep`: the `built` mark) is opened as it is: the same seed builds the same store.
     """
     rng = np.random.default_rng(seed)
-    built = (folder / "built").is_file()
+    mark = f"{n_chunks} {SYNTHETIC_LAYOUT}\n"
+    built = (folder / "built").is_file() and (folder / "built").read_text(encoding="utf-8") == mark
+    if (folder / "built").is_file() and not built:
+        shutil.rmtree(folder)  # an older layout: built again
     store = EdgeStore(folder, prefix="bench")
-    specs = [VectorSpec("use", "synthetic@1", dim)]
+    specs = [VectorSpec("use", "synthetic@1", dim), VectorSpec(NOTE_VECTOR, "synthetic@1", dim, multi=True)]
     if e5 is not None:
         specs.append(VectorSpec(E5_VECTOR, e5[0], int(e5[1].shape[1])))
     store.ensure(StoreSchema(vectors=tuple(specs)))
@@ -1403,7 +1413,12 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
                    "char_end": len(text), "line_start": 1, "line_end": 1, "type": "note", "tags": [],
                    "neighbors": {"prev": f"n{note}#c{idx:02d}" if idx else None,
                                  "next": f"n{note}#c{idx + 2:02d}" if idx < 9 else None}}
-        batch.append(PointRecord(cid, payload, vectors=vectors, sparse={"bm25": lexical_document(text, lang)}))
+        sparse = {"bm25": lexical_document(text, lang)}
+        if idx == 0:  # the note's lead chunk: its windows (3, near its own chunks) and its fielded document
+            windows = vec + 0.5 * rng.standard_normal((3, dim)).astype(np.float32) / np.sqrt(dim)
+            vectors[NOTE_VECTOR] = windows / np.linalg.norm(windows, axis=1, keepdims=True)
+            sparse[NOTE_SPARSE] = lexical_document(" ".join(vocab[w] for w in words[:6]), lang)
+        batch.append(PointRecord(cid, payload, vectors=vectors, sparse=sparse))
         if len(batch) >= 1024:
             store.upsert("chunks", batch)
             batch = []
@@ -1427,7 +1442,7 @@ def synthetic_store(folder: Path, n_chunks: int, dim: int, vocab: list[str], see
     for start in range(0, len(notes), 1024):
         store.upsert("notes", notes[start:start + 1024])
     store.optimize()
-    (folder / "built").write_text(f"{n_chunks}\n", encoding="utf-8")  # last: a killed build is not reused
+    (folder / "built").write_text(mark, encoding="utf-8")  # last: a killed build is not reused
     print(f"  built {n_chunks} chunks / {len(edges)} edges in {time.perf_counter() - started:.0f}s",
           file=sys.stderr, flush=True)
     return store
@@ -1496,6 +1511,8 @@ def latency_runs(size: int, store: EdgeStore, embedder: Embedder, settings: Sett
     other = dataclasses.replace(settings, lexical_strict=not settings.lexical_strict)
     runs = [("dense", "dense", False, plain), ("hybrid", "hybrid", False, plain),
             ("hybrid+expand", "hybrid", True, plain), ("hybrid without title list", "hybrid", False, nameless),
+            ("hybrid without note lists and exact words", "hybrid", False,
+             Searcher(store, embedder, settings, tuning=NO_NOTES)),
             (f"hybrid, {'strict' if other.lexical_strict else 'plain'} BM25 query", "hybrid", False,
              Searcher(store, embedder, other))]
     if e5 is not None:

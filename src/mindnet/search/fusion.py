@@ -64,15 +64,15 @@ class SearchTuning:
     note_weight: float = 0.5
     """Weight of the note-level dense list (each note's windows, `points.NOTE_VECTOR`): a note's rank in it
     adds `w / (rrf_k + rank)` to its best chunk. 0 leaves the list out (and its store query)."""
-    note_lexical_weight_same: float = 1.0
-    """Weight of the note-level BM25 list (title, aliases, headings, path and text of whole notes) for a
-    note in the query's language; 0 with `note_lexical_weight_other` leaves it out."""
-    note_lexical_weight_other: float = 0.25
+    note_lexical_weight_same: float = 0.0
+    """Weight of the note-level BM25 list (each note's title, aliases, headings and path as one fielded
+    document) for a note in the query's language; 0 with `note_lexical_weight_other` (the default: it
+    did not help out of sample) leaves it out and saves its store query."""
+    note_lexical_weight_other: float = 0.0
     """The same for a note in another language."""
-    notes_before_slots: bool = True
-    """Add the note-level lists before the language slots re-deal the ranking (else after them): the
-    windows of a note in the query's language are closer to it than the same note's translation, so in
-    a mixed vault the note lists must reorder each language among itself, as BM25 does."""
+    notes_before_slots: bool = False
+    """Add the note-level lists before the language slots re-deal the ranking, so they reorder each
+    language among itself; False (default): after them, as evidence in any language, like a name."""
     exact_words: bool = True
     """Keep exact words: when the chunk BM25 ranks first holds a word the vault has in at most
     `RARE_CHUNKS` chunks, it is placed at rank `exact_rank` at worst (rank 1 when the query is nothing
