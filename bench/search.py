@@ -465,7 +465,8 @@ def place_tunings() -> list[SearchTuning]:
 
 
 TUNINGS: dict[str, Callable[[], list[SearchTuning]]] = {"joint": lambda: joint_tunings(), "notes": note_tunings,
-                                                        "place": place_tunings}
+                                                        "place": place_tunings,
+                                                        "default": lambda: [SearchTuning(), NO_NOTES]}
 """The settings `loo --tunings` replays."""
 
 
