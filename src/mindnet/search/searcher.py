@@ -252,17 +252,19 @@ class Searcher:
         """
         e5_list = self._e5_list(query, self._quality_for("hybrid"), pool, flt)
         vector = self.embedder.embed_query(query)
-        return self._lists(query, vector, pool, flt, e5_list, titles=True)
+        return self._lists(query, vector, pool, flt, e5_list, titles=True, every=True)
 
     def _lists(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None, e5_list: _Later | None,
-               *, titles: bool) -> CandidateLists:
-        """Every list hybrid fusion reads, from the store: chunk lists, note-level lists, the rare word."""
+               *, titles: bool, every: bool = False) -> CandidateLists:
+        """Every list hybrid fusion reads, from the store: chunk lists, note-level lists, the rare word. A
+        list whose weight is 0 is not asked for, unless `every` (the bench replays other weights)."""
         lexical = self._lexical(query, pool, flt)
         return CandidateLists(self._dense(vector, pool, flt), lexical,
                               query_languages(query, self.settings.languages, self.settings.cache_dir),
                               e5_list() if e5_list else [], self.title_matches(query) if titles else (),
-                              notes=self._notes(vector, pool, flt), notes_lexical=self._notes_lexical(query, pool, flt),
-                              rare=self._rare(query, lexical))
+                              notes=self._notes(vector, pool, flt, every),
+                              notes_lexical=self._notes_lexical(query, pool, flt, every),
+                              rare=self._rare(query, lexical, every))
 
     def feedback_search(self, pool: int, flt: Filter | None = None) -> FeedbackSearch:
         """The store query behind `fuse`'s feedback list: BM25 with a weighted term vector, `pool`
@@ -331,23 +333,25 @@ class Searcher:
         schema = self.store.meta()
         return schema is not None and any(v.name == NOTE_VECTOR for v in schema.vectors)
 
-    def _notes(self, vector: Sequence[float], limit: int, flt: Filter | None) -> list[ScoredPoint]:
+    def _notes(self, vector: Sequence[float], limit: int, flt: Filter | None, every: bool = False) -> list[ScoredPoint]:
         """The note-level dense list: lead chunks by their note's closest window."""
-        if self.tuning.note_weight <= 0 or self.dense_vector != DENSE_VECTOR or not self._has_note_level():
+        wanted = every or self.tuning.note_weight > 0
+        if not wanted or self.dense_vector != DENSE_VECTOR or not self._has_note_level():
             return []
         return self.store.search_dense("chunks", NOTE_VECTOR, vector, limit=limit, flt=flt)
 
-    def _notes_lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
+    def _notes_lexical(self, query: str, limit: int, flt: Filter | None, every: bool = False) -> list[ScoredPoint]:
         """The note-level BM25 list: lead chunks by their note's fielded document."""
         t = self.tuning
-        if max(t.note_lexical_weight_same, t.note_lexical_weight_other) <= 0 or not self._has_note_level():
+        wanted = every or max(t.note_lexical_weight_same, t.note_lexical_weight_other) > 0
+        if not wanted or not self._has_note_level():
             return []
         return self.store.search_sparse("chunks", self._sparse_query(query), limit=limit, flt=flt, using=NOTE_SPARSE)
 
-    def _rare(self, query: str, lexical: Sequence[ScoredPoint]) -> RareWord | None:
+    def _rare(self, query: str, lexical: Sequence[ScoredPoint], every: bool = False) -> RareWord | None:
         """The lexical top chunk with the query words it holds that at most `RARE_CHUNKS` chunks of the vault
         hold (a full-text count per word, at most `_RARE_PROBES` words), or None."""
-        if not self.tuning.exact_words or not lexical:
+        if not (every or self.tuning.exact_words) or not lexical:
             return None
         words = content_words(query, self.settings.languages)
         top = lexical[0]
