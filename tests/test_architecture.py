@@ -25,13 +25,13 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("links",),
     ("chunking",),
     ("graph",),
-    ("embedding", "e5_fast", "use_fast"),
+    ("embedding", "e5_fast", "model_cache", "use_fast"),
     ("store",),
     ("points", "quality_tier", "sync"),
     ("titles", "search"),
     ("api", "reading"),
     ("lint", "evaluation", "service", "address"),
-    ("cli", "cli_core", "client", "server", "mcp", "web"),
+    ("cli", "cli_core", "cli_queries", "client", "launch", "server", "mcp", "web"),
 )
 """Modules (or packages) by stage, in data-flow order; a module may import its own stage or earlier."""
 INTERFACES = frozenset(STAGES[-1])

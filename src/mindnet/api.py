@@ -233,6 +233,7 @@ class Index:
         embedder: Embedder | None = None,
         e5: Embedder | None = None,
         shared: bool = False,
+        short_lived: bool = False,
     ) -> None:
         """Bind a vault; nothing is opened until it is needed.
 
@@ -244,6 +245,9 @@ class Index:
             shared: several threads use this index (a resident server: searches beside one writer);
                 every store call then takes one lock, so a search waits for a batch write, never
                 for the embedding that precedes it.
+            short_lived: a one-off process (the CLI): the e5 tier joins a search only when its model
+                loads without building anything (its graph is in the cache folder), so a search never
+                waits seconds for a build; it then answers with the default model and BM25.
         """
         self.vault = vault if isinstance(vault, Vault) else Vault(vault, settings)
         self.settings = settings or self.vault.settings
@@ -258,6 +262,7 @@ class Index:
         self._searcher: Searcher | None = None
         self._query_pool: ThreadPoolExecutor | None = None
         self._store_lock = threading.RLock() if shared else None
+        self._short_lived = short_lived
 
     @property
     def folder(self) -> Path:
@@ -275,7 +280,8 @@ class Index:
     def embedder(self) -> CachedEmbedder:
         """The default model behind the store folder's text-hash cache (R19)."""
         if self._default is None:
-            model = self._given["default"] or make_embedder(self.settings.model, self.settings.threads)
+            model = self._given["default"] or make_embedder(self.settings.model, self.settings.threads,
+                                                             self.settings.cache_dir)
             self._default = CachedEmbedder(model, self._embedding_cache())
         return self._default
 
@@ -289,7 +295,7 @@ class Index:
             self._e5_opened = True
             model = self._given["e5"]
             if model is None and self.settings.model != E5_MODEL and e5_available():
-                model = make_embedder(E5_MODEL, self.settings.threads)
+                model = make_embedder(E5_MODEL, self.settings.threads, self.settings.cache_dir)
             self._e5 = CachedEmbedder(model, self._embedding_cache()) if model is not None else None
         return self._e5
 
@@ -603,10 +609,18 @@ class Index:
         if self._searcher is None:
             if not self.has_store():
                 raise MindnetError(f"{self.vault.root} is not imported yet: run `mindnet import {self.vault.root}`")
-            # The provider is asked once, on the first search that fuses e5: no model loads before.
-            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self.e5_embedder,
+            # The provider is asked once, on the first search that fuses e5, and the model loads on the
+            # e5 thread when that search embeds its query there, beside the rest of the search.
+            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self._e5_for_search,
                                       executor=self._e5_query_pool())
         return self._searcher
+
+    def _e5_for_search(self) -> CachedEmbedder | None:
+        """The e5 model for a search: `e5_embedder`, but for a short-lived index only when it is prepared."""
+        tier = self.e5_embedder()
+        if tier is not None and self._short_lived and not getattr(tier.inner, "prepared", lambda: True)():
+            return None
+        return tier
 
     def _e5_query_pool(self) -> ThreadPoolExecutor | None:
         """The one thread a search's e5 list (query embedding and search) is made on beside the rest.

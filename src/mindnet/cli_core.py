@@ -1,10 +1,10 @@
-"""The command line without typer and rich: `mindnet-chunk`'s own parser, and what both commands share.
+"""The command line without typer and rich: `mindnet-chunk`'s own parser, and what the commands share.
 
 `mindnet-chunk` is run once per document set by scripts, so its start-up counts: typer, its pydantic
 coercion and rich took a tenth of a second of CPU before a single note was read. A command line this
-module's small parser understands (`_fast_args`) runs without them; any other one (`--help`, a usage
-error, anything unusual) goes to the typer command in `cli`, which answers it exactly as before. Both
-run `run_chunk`, so the output cannot differ.
+module's small parser understands (`fast_chunk_args`) runs without them (`launch.chunk_main`); any other
+one (`--help`, a usage error, anything unusual) goes to the typer command in `cli`, which answers it
+exactly as before. Both run `run_chunk`, so the output cannot differ.
 
 Shared with `cli`: the one-line error report and exit codes (0 ok, 1 some notes were skipped, 2 the
 command could not run), the `--debug` switch, and settings from flags (R26).
@@ -38,6 +38,12 @@ DEBUG_FLAG = "--debug"
 def debug_requested(args: list[str]) -> bool:
     """Whether `--debug` is on the line or MINDNET_DEBUG is set to a true value."""
     return DEBUG_FLAG in args or os.environ.get("MINDNET_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def home(path: Path | None) -> Path | None:
+    """`~/notes` as a shell would expand it: an MCP client's `args` and a quoted path reach us unexpanded
+    (and the Python API's `Vault("~/notes")` expands it too)."""
+    return path.expanduser() if path is not None else None
 
 
 def say(line: str) -> None:
@@ -204,10 +210,10 @@ _VALUE_OPTIONS = {
 }
 """The options of `mindnet-chunk`, each taking one value, by the keyword `run_chunk` gets it as."""
 _NUMBER = re.compile(r"[0-9]{1,9}")
-"""What `_fast_args` takes as a number: plain digits; a sign, spaces or anything else goes to typer."""
+"""What `fast_chunk_args` takes as a number: plain digits; a sign, spaces or anything else goes to typer."""
 
 
-def _fast_args(args: list[str]) -> dict[str, Any] | None:
+def fast_chunk_args(args: list[str]) -> dict[str, Any] | None:
     """The options of a plain `mindnet-chunk` command line, or None for typer to parse (and judge) it.
 
     Plain: only the options above, as `--opt value`, `--opt=value` or `-jN`, numbers as digits, no
@@ -246,25 +252,3 @@ def _fast_args(args: list[str]) -> dict[str, Any] | None:
         else:
             values[key] = value
     return values
-
-
-def chunk_main(argv: list[str] | None = None) -> None:
-    """`mindnet-chunk` entry point; `argv` (without the program name) for tests and embedding programs."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = debug_requested(args)
-    plain = [a for a in args if a != DEBUG_FLAG]
-    parsed = _fast_args(plain)
-    if parsed is None:
-        from .cli import typer_chunk_main
-
-        typer_chunk_main(args)
-        return
-    flags = {k: parsed.get(k) for k in ("strategy", "max_chunk_size", "separator_group", "separators")}
-    try:
-        code = run_chunk(parsed["paths"] or None, parsed.get("vault"), parsed.get("config"), flags,
-                         parsed.get("jobs", 0))
-    except BaseException as exc:  # the one place where every error becomes a line
-        if isinstance(exc, SystemExit):
-            raise
-        sys.exit(report(exc, debug))
-    sys.exit(code)

