@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from .chunking.tokens import default_tokenizer
-from .config import Settings, last_writer, prepare_store_dir, record_writer
+from .config import Settings, last_writer, prepare_store_dir, record_overview, record_writer
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NotFoundError, VaultNotFoundError
 from .graph import STRUCTURAL_KINDS, edge_from_payload
@@ -218,6 +218,8 @@ class IndexStatus:
         }
 
 
+WARM_UP_QUERY = "Wie funktioniert die Suche? How does search work?"
+"""What `Index.warm_up` asks: two languages, so every list of a hybrid search runs once."""
 E5_QUERY_THREAD = "mindnet-e5-query"
 """Name prefix of the thread `Index` makes a search's e5 list on (tests look for it after `close`)."""
 
@@ -348,6 +350,7 @@ class Index:
                 summary.seconds = round(summary.seconds + time.perf_counter() - started, 3)
             if not dry_run:
                 record_writer(self.folder)
+                record_overview(self.folder, self.overview())
         self.vault.refresh()
         return summary
 
@@ -603,6 +606,35 @@ class Index:
                 self.closest_notes(ref) if store.meta() is not None else [],
             )
         return note.note_id
+
+    def prepare_search(self) -> None:
+        """Open what every search reads, ahead of the first one: the searcher and the store's chunk and
+        note collections, each loaded from disk once per process.
+
+        A one-off search calls it while its models load on another thread (`preload_models`): the
+        store's loading holds Python's lock, the models' mostly does not, so the two overlap.
+        """
+        store = self.searcher().store
+        store.count("chunks")
+        store.count("notes")
+
+    def warm_up(self, query: str = WARM_UP_QUERY) -> None:
+        """Load now all that a first search would: the store's collections, the searcher, the default
+        model, the e5 model when the store holds its vectors, the language model; then run one search.
+
+        A resident process calls it before it says it is ready, so the first question it is asked
+        costs what later ones do (issue 26). A vault not imported yet has nothing to warm.
+        """
+        if not self.has_store():
+            return
+        self.prepare_search()
+        self.embedder.prepare()
+        meta = self.store().meta()
+        if meta is not None and any(v.name == E5_VECTOR for v in meta.vectors):
+            tier = self._e5_for_search()
+            if tier is not None:
+                tier.prepare()
+        self.search(query, k=1)
 
     def searcher(self) -> Searcher:
         """A searcher over this store with the models that built it (R22)."""

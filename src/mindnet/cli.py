@@ -20,7 +20,8 @@ from rich.console import Console
 
 from . import MindnetError, Settings, __version__
 from . import cli_queries as queries
-from .cli_core import DEBUG_FLAG, debug_requested, home, report, run_chunk, settings_for
+from .cli_core import DEBUG_FLAG, debug_requested, home, long_running_settings, report, run_chunk, settings_for
+from .cli_core import mcp as run_mcp
 from .cli_core import say as _say
 
 # The library modules (Qdrant, the model, numpy) are imported inside the commands that need
@@ -72,16 +73,7 @@ def _index(vault: Path, settings: Settings) -> Any:
     return Index(vault, settings)
 
 
-def _long_running(vault: Path, config: Path | None, store: Path | None) -> Settings:
-    """Settings for a command that runs until stopped (serve, watch, mcp), with logs on stderr."""
-    import logging
-
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # "1 change detected" on every save; ours says which
-    settings = settings_for(vault, config, store=store)
-    if not vault.is_dir():
-        raise MindnetError(f"vault not found: {vault}")
-    return settings
+_long_running = long_running_settings
 
 
 _needs_local_store = queries.needs_local_store
@@ -384,11 +376,7 @@ def mcp_(
     Talks to the `mindnet serve` of the store when one runs; otherwise it keeps the index open
     itself and watches the vault. Only the protocol goes to stdout; logs go to stderr.
     """
-
-    from .mcp import run_stdio
-
-    settings = _long_running(vault, config, store)
-    run_stdio(vault, settings, e5=e5)
+    run_mcp(vault, store=store, config=config, e5=e5)
 
 
 @app.command("watch")

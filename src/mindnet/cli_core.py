@@ -76,6 +76,25 @@ def settings_for(
     return settings
 
 
+def long_running_settings(vault: Path, config: Path | None, store: Path | None) -> Settings:
+    """Settings for a command that runs until stopped (serve, watch, mcp), with logs on stderr."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # "1 change detected" on every save; ours says which
+    settings = settings_for(vault, config, store=store)
+    if not vault.is_dir():
+        raise MindnetError(f"vault not found: {vault}")
+    return settings
+
+
+def mcp(vault: Path, *, store: Path | None, config: Path | None, e5: bool) -> None:
+    """`mindnet mcp`: an MCP server on stdin/stdout (the SDK and the index load only here)."""
+    from .mcp import run_stdio
+
+    run_stdio(vault, long_running_settings(vault, config, store), e5=e5)
+
+
 def error_line(exc: BaseException, debug: bool = False) -> str:
     """`path:line: error: reason` for a bad user file, else `error: reason`, one line, never a traceback."""
     if isinstance(exc, InputError):

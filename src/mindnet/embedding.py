@@ -519,6 +519,11 @@ class E5Embedder(LocalEmbedder):
         return _normalise_rows(out)
 
 
+def use_engine_available() -> bool:
+    """Whether `UseEmbedder`'s `auto` engine is the onnx one (its graphs are then worth preparing)."""
+    return _onnx_available()
+
+
 def _onnx_available() -> bool:
     import importlib.util
 

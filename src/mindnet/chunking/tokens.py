@@ -37,6 +37,7 @@ import bisect
 import functools
 import itertools
 import sys
+import threading
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -358,9 +359,18 @@ def _packaged_model() -> bytes:
 
 
 @functools.cache
-def default_tokenizer() -> Tokenizer:
-    """The tokenizer of the default model, loaded once per process (0.1 s a load)."""
+def _default() -> Tokenizer:
     return Tokenizer()
+
+
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_tokenizer() -> Tokenizer:
+    """The tokenizer of the default model, loaded once per process, whichever thread asks first: a
+    query's models load on a thread of their own while the caller opens the store (`preload`)."""
+    with _DEFAULT_LOCK:
+        return _default()
 
 
 def _benchmark(folder: str) -> None:
