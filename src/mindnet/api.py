@@ -354,11 +354,13 @@ class Index:
         self.vault.refresh()
         return summary
 
-    def fill_e5(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None) -> int:
+    def fill_e5(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
+                batch_seconds: float | None = None) -> int:
         """`mindnet embed`: add the e5 vector to every chunk lacking it (resumable).
 
         Asking for the tier by name runs it whatever `quality_tier` says for imports. `stop` is
-        asked between committed batches (a resident server yields to a waiting import).
+        asked between committed batches (a resident server yields to a waiting import), and
+        `batch_seconds` sizes those batches (`quality_tier.fill_e5`).
 
         Raises:
             MindnetError: the tier is not installed, or the vault was never imported.
@@ -371,14 +373,15 @@ class Index:
             if store.meta() is None:
                 root = self.vault.root
                 raise MindnetError(f"{root} is not imported yet: run `mindnet import {root}` first")
-            done = self._fill(tier, progress, stop)
+            done = self._fill(tier, progress, stop, batch_seconds)
             record_writer(self.folder)
         self._searcher = None
         return done
 
-    def _fill(self, tier: Embedder, progress: Progress | None, stop: Callable[[], bool] | None) -> int:
+    def _fill(self, tier: Embedder, progress: Progress | None, stop: Callable[[], bool] | None,
+              batch_seconds: float | None = None) -> int:
         """One run of the e5 phase; the mark is set only when no chunk is left without the vector."""
-        embedded, remaining = fill_e5(self.store(), tier, self.settings, progress or silent, stop)
+        embedded, remaining = fill_e5(self.store(), tier, self.settings, progress or silent, stop, batch_seconds)
         if not remaining:
             E5Mark(self.folder).set(tier.model_id)
         return embedded

@@ -80,6 +80,22 @@ def index(vault: Path, settings: Settings) -> Any:
     return Index(vault, settings, short_lived=True)
 
 
+def preloading(settings: Settings) -> Any:
+    """Start loading a query's models on their own thread (`preload_models`) before the index stack is
+    imported: most of that load leaves Python's lock free for the imports and the store."""
+    from . import preload_models
+
+    return preload_models(settings)
+
+
+def ready_to_search(opened: Any, loading: Any) -> None:
+    """Open the store's collections while the models load, then wait for them (an unimported vault
+    skips the store: its search reports that)."""
+    if opened.has_store():
+        opened.prepare_search()
+    loading.wait()
+
+
 def print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
@@ -114,11 +130,13 @@ def search(
                   "from": date_from, "to": date_to}
         hits: list[dict[str, Any]] = server.get("/api/search", params)
     else:
+        loading = preloading(settings)
         from . import SearchFilters
 
         flt = SearchFilters(type=tuple(types or ()), tags=tuple(tags or ()), area=area, project=project, lang=lang,
                             path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to)
         with index(vault, settings) as opened:
+            ready_to_search(opened, loading)
             found = opened.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
         hits = [dataclasses.asdict(h) for h in found]
     if as_json:
@@ -169,7 +187,9 @@ def context(
     if server is not None:
         ctx = server.post("/api/context", {"query": query, "budget": budget, "k": k, "mode": mode, "expand": expand})
     else:
+        loading = preloading(settings)
         with index(vault, settings) as opened:
+            ready_to_search(opened, loading)
             ctx = dataclasses.asdict(opened.context(query, budget=budget, k=k, mode=mode, expand=expand))
     if as_json:
         print_json(ctx)

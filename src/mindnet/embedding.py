@@ -371,7 +371,17 @@ class UseEmbedder(LocalEmbedder):
         return _normalise_rows(out)
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        return self.embed_passages([text])[0]
+        if self.engine != "onnx":
+            return self.embed_passages([text])[0]
+        # NOTE: a query is one short pass, on one thread: its sessions can be opened ahead
+        # (`preload`), and the thread count changes no bit of a vector (tests/test_use_fast.py).
+        tokenizer = self._tokenizer()
+        self.calls += 1
+        return _normalise_rows(self._fast(tokenizer).embed([_capped(text)], QUERY_THREADS))[0]
+
+
+QUERY_THREADS = 1
+"""Threads of a query's forward pass (onnx engine)."""
 
 
 def _capped(text: str) -> str:

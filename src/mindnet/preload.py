@@ -38,11 +38,12 @@ class ModelsLoading:
 
             default_tokenizer()
             if self.settings.model == "use":
-                from .embedding import use_engine_available
-                from .use_fast import default_weights_path, prepared_files
+                from .embedding import QUERY_THREADS, use_engine_available
+                from .use_fast import SENTENCES_FILE, VOCAB_FILE, default_weights_path, prepared_files, shared_sessions
 
                 if use_engine_available():
-                    prepared_files(default_weights_path(), self.settings.cache_dir)
+                    files = prepared_files(default_weights_path(), self.settings.cache_dir)
+                    shared_sessions((files[VOCAB_FILE], files[SENTENCES_FILE]), QUERY_THREADS)
             if len(self.settings.languages) > 1:
                 from .language import language_identifier
 

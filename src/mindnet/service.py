@@ -32,6 +32,9 @@ from .vault import EXCLUDED_DIRS, IGNORE_FILE, ignore_spec
 
 log = logging.getLogger("mindnet.serve")
 
+E5_BATCH_SECONDS = 0.25
+"""How long one e5 batch of the background fill should take: a saved note's import waits for the
+batch in flight, and a save should be searchable within a second (issue 26)."""
 EDITOR_TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".temp", ".bak", "~", ".crswap", ".part", ".kate-swp")
 """Files editors write beside a note while saving (vim, Kate, Chrome, rsync); never a note change."""
 EDITOR_TEMP_NAMES = frozenset({"4913", ".DS_Store"})
@@ -275,7 +278,7 @@ class Resident:
             self.state.e5_complete = True
             return False
         try:
-            self.index.fill_e5(progress=self._e5_progress, stop=self._yield_to_imports)
+            self.index.fill_e5(progress=self._e5_progress, stop=self._yield_to_imports, batch_seconds=E5_BATCH_SECONDS)
         except Exception as exc:  # the tier is optional: a failure leaves search on the default tier
             self.state.last_error = f"e5 tier failed: {exc}"
             self.state.e5_enabled = False

