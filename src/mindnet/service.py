@@ -187,6 +187,10 @@ class Resident:
                 self._first.exception()  # waits; an import error is the import's to report
             if not self._stop.is_set():
                 self.index.warm_up()
+            if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
+                tier = self.index.e5_embedder()  # the fill starts next: its first batch should not load it
+                if tier is not None:
+                    tier.prepare()
         except Exception as exc:  # a warm-up is an optimisation: never the reason a server does not answer
             self.state.last_error = f"warm-up failed: {exc}"
             log.exception("warm-up failed")
