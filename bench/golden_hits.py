@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from _common import CORPORA
 
 GOLDEN = Path(__file__).parent / "golden"
