@@ -25,7 +25,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("links",),
     ("chunking",),
     ("graph",),
-    ("embedding", "e5_fast", "model_cache", "preload", "use_fast"),
+    ("unigram", "embedding", "e5_fast", "model_cache", "preload", "use_fast"),
     ("store",),
     ("points", "quality_tier", "sync"),
     ("titles", "search"),

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from .chunking.tokens import default_tokenizer
-from .config import Settings, last_writer, prepare_store_dir, record_overview, record_writer
+from .config import Settings, last_overview, last_writer, prepare_store_dir, record_overview, record_writer
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NotFoundError, VaultNotFoundError
 from .graph import STRUCTURAL_KINDS, edge_from_payload
@@ -337,10 +337,14 @@ class Index:
         self._searcher = None
         if not self.vault.root.is_dir():
             raise VaultNotFoundError(str(self.vault.root))
+        # The embedded store has one writer, so what its last import counted still holds; a server
+        # store may have others.
+        last = last_overview(self.folder) if not self.settings.qdrant_url and not full else None
         with self._writing(lease=not dry_run):  # a dry run writes nothing to the server, not even a lease
             summary = import_vault(
                 self.vault.root, self.settings, store=self.store(), embedder=self.embedder,
                 notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
+                known_edges=last.get("edges") if last is not None else None,
             )
             fill = self.settings.quality_tier if e5 is None else e5
             tier = self.e5_embedder() if fill and not dry_run else None
@@ -350,7 +354,9 @@ class Index:
                 summary.seconds = round(summary.seconds + time.perf_counter() - started, 3)
             if not dry_run:
                 record_writer(self.folder)
-                record_overview(self.folder, self.overview())
+                changed = summary.notes_new + summary.notes_changed + summary.notes_deleted + summary.notes_relinked
+                if changed or last is None or last.get("edges") != summary.edges:
+                    record_overview(self.folder, self.overview() | {"edges": summary.edges})
         self.vault.refresh()
         return summary
 

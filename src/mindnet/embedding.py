@@ -323,13 +323,15 @@ class UseEmbedder(LocalEmbedder):
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer().encode(text)) + 2  # type: ignore[attr-defined]
 
-    def _fast(self, tokenizer: object) -> OnnxUse:
+    def _fast(self, tokenizer: object | None = None) -> OnnxUse:
         # A resident server embeds queries on request threads beside its writer: build once.
         with self._build_lock:
             if self._onnx is None:
                 from .use_fast import OnnxUse
 
                 self._onnx = OnnxUse(tokenizer, cache_dir=self._cache_dir)  # type: ignore[arg-type]
+            elif tokenizer is not None and self._onnx.tokenizer is None:
+                self._onnx.tokenizer = tokenizer  # type: ignore[assignment]
         return self._onnx
 
     def _choose_threads(self) -> int:
@@ -375,9 +377,27 @@ class UseEmbedder(LocalEmbedder):
             return self.embed_passages([text])[0]
         # NOTE: a query is one short pass, on one thread: its sessions can be opened ahead
         # (`preload`), and the thread count changes no bit of a vector (tests/test_use_fast.py).
-        tokenizer = self._tokenizer()
+        # A plain query is tokenised without sentencepiece (`use_fast.QueryTokens`, the same ids).
+        ids = self._query_ids(text)
+        if ids is None:
+            fast = self._fast(self._tokenizer())
+            ids = fast.token_ids([_capped(text)])[0]
+        else:
+            fast = self._fast()
         self.calls += 1
-        return _normalise_rows(self._fast(tokenizer).embed([_capped(text)], QUERY_THREADS))[0]
+        return _normalise_rows(fast.embed_ids([ids], QUERY_THREADS))[0]
+
+    def _query_ids(self, text: str) -> list[int] | None:
+        """The token ids of a plain query from the kept piece table; None: ask sentencepiece."""
+        if self._sp is not None or self._cache_dir is None:
+            return None  # loaded already (an importer, a server): it answers as fast
+        from .use_fast import query_tokens
+
+        try:
+            tokens = query_tokens(self._cache_dir)
+        except (OSError, ValueError, ImportError):  # no table can be kept: sentencepiece answers
+            return None
+        return tokens.ids(text) if tokens is not None else None
 
 
 QUERY_THREADS = 1

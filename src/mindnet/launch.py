@@ -2,9 +2,9 @@
 
 A search typed at the shell pays every module the process imports. typer, click, pydantic and rich
 alone cost more than a server's answer (issue 26), so `main` reads the command lines people type
-most (`search`, `context`, `graph`, `status`, with options as `--opt value`, `--opt=value`, `-k3`)
-itself and calls `cli_queries`, which asks a running server over its socket or opens the vault's
-`Index`; an agent's `mcp VAULT` line starts the MCP server the same way. Anything else (`--help`,
+most (`search`, `context`, `graph`, `status`, `import`, with options as `--opt value`, `--opt=value`,
+`-k3`) itself and calls `cli_queries`, which asks a running server over its socket or opens the
+vault's `Index`; an agent's `mcp VAULT` line starts the MCP server the same way. Anything else (`--help`,
 a usage error, another command, an unusual spelling) goes to typer in `cli`, which parses and
 answers it as it always did; both end in the same functions, so the output cannot differ.
 `--version` and `-V` print the version at once.
@@ -36,6 +36,9 @@ _OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
     "graph": {**_COMMON, "--depth": ("depth", "int")},
     "status": dict(_COMMON),
     "mcp": {"--store": ("store", "path"), "--config": ("config", "path")},
+    "import": {"--store": ("store", "path"), "--config": ("config", "path"), "--strategy": ("strategy", "str"),
+               "--max-chunk-size": ("max_chunk_size", "int"), "--separator-group": ("separator_group", "str"),
+               "--separators": ("separators", "str")},
 }
 """Each command's value options, as typer declares them in `cli` (a test keeps the two in step)."""
 _FLAGS: dict[str, dict[str, tuple[str, bool]]] = {
@@ -46,6 +49,9 @@ _FLAGS: dict[str, dict[str, tuple[str, bool]]] = {
               "--references": ("references", True), "--unresolved": ("unresolved", True)},
     "status": {"--json": ("as_json", True)},
     "mcp": {"--e5": ("e5", True), "--no-e5": ("e5", False)},
+    "import": {"--json": ("as_json", True), "--full": ("full", True), "--dry-run": ("dry_run", True),
+               "--strict": ("strict", True), "--no-strict": ("strict", False),
+               "--quality-tier": ("quality_tier", True), "--no-quality-tier": ("quality_tier", False)},
 }
 """Each command's flags: (keyword, value given)."""
 _DEFAULTS: dict[str, dict[str, Any]] = {
@@ -58,14 +64,18 @@ _DEFAULTS: dict[str, dict[str, Any]] = {
               "unresolved": False, "depth": 1, "as_json": False},
     "status": {"vault": Path("."), "store": None, "config": None, "as_json": False},
     "mcp": {"vault": Path("."), "store": None, "config": None, "e5": True},
+    "import": {"store": None, "config": None, "full": False, "dry_run": False, "strict": None, "strategy": None,
+               "max_chunk_size": None, "separator_group": None, "separators": None, "quality_tier": None,
+               "as_json": False},
 }
 """What each keyword is when its option is not given (typer's defaults in `cli`)."""
 _POSITIONAL: dict[str, tuple[str, str] | None] = {
     "search": ("query", "str"), "context": ("query", "str"), "graph": ("note", "str"), "status": None,
-    "mcp": ("vault", "path?")}
+    "mcp": ("vault", "path?"), "import": ("vault", "path")}
 """Each command's one positional argument: (keyword, kind); `path?` may be left out (its default then)."""
 _COMMANDS: dict[str, Callable[..., None]] = {"search": queries.search, "context": queries.context,
-                                             "graph": queries.graph, "status": queries.status, "mcp": mcp}
+                                             "graph": queries.graph, "status": queries.status, "mcp": mcp,
+                                             "import": queries.import_vault}
 _NUMBER = re.compile(r"[0-9]{1,9}")
 """What `fast_args` takes as a number: plain digits; a sign, spaces or anything else goes to typer."""
 
@@ -115,7 +125,7 @@ def fast_args(args: list[str]) -> tuple[str, dict[str, Any]] | None:
     if len(positionals) != 1:
         return None
     key, kind = wanted
-    value = _value(positionals[0], "path") if kind == "path?" else positionals[0]
+    value = _value(positionals[0], "path") if kind in ("path", "path?") else positionals[0]
     if value is None:
         return None
     values[key] = value
@@ -149,12 +159,12 @@ def main(argv: list[str] | None = None) -> None:
         return
     command, options = parsed
     try:
-        _COMMANDS[command](**options)
+        code = _COMMANDS[command](**options)
     except BaseException as exc:  # the one place where every error becomes a line
         if isinstance(exc, SystemExit):
             raise
         sys.exit(report(exc, debug))
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def chunk_main(argv: list[str] | None = None) -> None:

@@ -1,11 +1,13 @@
 """What a query will load, started on a thread of its own before the caller imports the rest (issue 26).
 
 A one-off `mindnet search` spends most of its life loading: Python imports, the store's collections,
-the sentencepiece model, the USE graphs and the language model. The imports and the store hold
-Python's lock, but the tokenizer load and the file reads do not, so they can run on the second core
-meanwhile. `preload_models` starts them; the caller `wait`s before it searches. Everything loaded here
-is cached process-wide (`default_tokenizer`, `use_fast.prepared_files`, `language_identifier`), so the
-search finds it ready, and nothing here changes what it computes.
+the USE graphs, the query's tokenizer and the language model. The imports and the store hold
+Python's lock, but the file reads and the model loads mostly do not, so they can run on the second
+core meanwhile; a plain query needs no sentencepiece at all (`use_fast.QueryTokens`).
+`preload_models` starts them; the caller `wait`s before it searches. Everything loaded here is
+cached process-wide (`use_fast.prepared_files`, `shared_sessions`, `query_tokens`,
+`default_tokenizer`, `language_identifier`), so the search finds it ready, and nothing here changes
+what it computes.
 
 This module imports nothing heavy itself: the thread imports what it loads.
 """
@@ -23,8 +25,10 @@ PRELOAD_THREAD = "mindnet-preload"
 class ModelsLoading:
     """The models of one query loading on a daemon thread; `wait` for them before using them."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, query: str | None, tokenizer: bool) -> None:
         self.settings = settings
+        self._query = query
+        self._tokenizer = tokenizer
         self._thread = threading.Thread(target=self._load, name=PRELOAD_THREAD, daemon=True)
         self._thread.start()
 
@@ -34,22 +38,37 @@ class ModelsLoading:
 
     def _load(self) -> None:
         with contextlib.suppress(Exception):
-            from .chunking.tokens import default_tokenizer
-
-            default_tokenizer()
+            use_onnx = False
             if self.settings.model == "use":
                 from .embedding import QUERY_THREADS, use_engine_available
                 from .use_fast import SENTENCES_FILE, VOCAB_FILE, default_weights_path, prepared_files, shared_sessions
 
-                if use_engine_available():
+                use_onnx = use_engine_available()
+                if use_onnx:
                     files = prepared_files(default_weights_path(), self.settings.cache_dir)
                     shared_sessions((files[VOCAB_FILE], files[SENTENCES_FILE]), QUERY_THREADS)
+            if self._tokenizer or not (use_onnx and self._plain_query()):
+                from .chunking.tokens import default_tokenizer
+
+                default_tokenizer()
             if len(self.settings.languages) > 1:
                 from .language import language_identifier
 
                 language_identifier(tuple(self.settings.languages), self.settings.cache_dir)
 
+    def _plain_query(self) -> bool:
+        """Whether the query's ids come from the kept piece table (`use_fast.QueryTokens`), which loads
+        here; else sentencepiece does."""
+        from .use_fast import query_tokens
 
-def preload_models(settings: Settings) -> ModelsLoading:
-    """Start loading what a search with `settings` needs (see the module docstring)."""
-    return ModelsLoading(settings)
+        tokens = query_tokens(self.settings.cache_dir)
+        return self._query is not None and tokens is not None and tokens.ids(self._query) is not None
+
+
+def preload_models(settings: Settings, query: str | None = None, *, tokenizer: bool = False) -> ModelsLoading:
+    """Start loading what a search for `query` with `settings` needs (see the module docstring).
+
+    Args:
+        tokenizer: load sentencepiece even for a plain query (a context counts tokens with it).
+    """
+    return ModelsLoading(settings, query, tokenizer)

@@ -244,6 +244,7 @@ def import_vault(
     full: bool = False,
     dry_run: bool = False,
     progress: Progress | None = None,
+    known_edges: int | None = None,
 ) -> ImportSummary:
     """Bring the store in line with the vault, doing only the work that changed (R21).
 
@@ -259,6 +260,8 @@ def import_vault(
         full: drop the store's collections first and rebuild (the embedding cache is kept).
         dry_run: classify notes and report, write nothing.
         progress: stage callback for progress bars.
+        known_edges: the store's edge count as the previous import left it, if the caller keeps it:
+            an import that changes nothing reports it rather than open the edges to count them.
 
     Raises:
         StoreError: the store was built with another model.
@@ -271,7 +274,7 @@ def import_vault(
     ahead = EmbedAhead(embedder.embed_passages, settings.embed_ahead, lambda: _free_cores(meter))
     try:
         summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache,
-                       warmup, ahead)
+                       warmup, ahead, known_edges)
     finally:
         ahead.close()
         warmup.join()
@@ -296,6 +299,7 @@ def _run(
     notes_cache: NoteCache,
     warmup: _Warmup,
     ahead: EmbedAhead,
+    known_edges: int | None = None,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     schema = StoreSchema(vectors=(VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim),))
@@ -342,7 +346,7 @@ def _run(
     if not (new or changed or deleted):
         if not dry_run:
             opened.ready()  # an empty vault's import still leaves an (empty) store behind
-        summary.edges = store.count("edges")
+        summary.edges = known_edges if known_edges is not None and not dirty else store.count("edges")
         if dirty and not dry_run:
             journal.clear()
         return summary

