@@ -27,7 +27,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("graph",),
     ("unigram", "embedding", "e5_fast", "model_cache", "preload", "use_fast"),
     ("store",),
-    ("points", "quality_tier", "sync"),
+    ("points", "quality_tier", "stores", "sync"),
     ("titles", "search"),
     ("api", "reading"),
     ("lint", "evaluation", "service", "address"),

@@ -124,7 +124,7 @@ class Resident:
             debounce_ms: longest time changes are gathered into one import.
         """
         self.index = Index(vault, settings, embedder=embedder, e5=e5_model, shared=True)
-        self.root = self.index.vault.root
+        self.root = self.index.root
         self.settings = settings
         self.state = ResidentState(e5_enabled=e5)
         self._watch = watch

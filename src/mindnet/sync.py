@@ -37,7 +37,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from . import store as store_module
 from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, attach_links, chunk_parsed, parse
 from .chunking.tokens import Tokenizer, default_tokenizer
@@ -60,6 +59,9 @@ from .points import (
 )
 from .quality_tier import E5Mark
 from .store import AnyOf, Equals, Filter, PointRecord, Store, StoreSchema, VectorSpec, bm25_shape, shape_fingerprint
+from .stores import open_local_store as open_local_store
+from .stores import open_server_store as open_server_store
+from .stores import open_store as open_store
 from .text import content_hash
 from .vault import Note, NoteProblem, read_vault
 
@@ -104,34 +106,6 @@ class ImportSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def open_store(vault: str | Path, settings: Settings) -> Store:
-    """The configured store: a Qdrant server by URL, else the embedded Edge store of the vault (R20)."""
-    if settings.qdrant_url:
-        return open_server_store(settings.qdrant_url, settings.qdrant_api_key, settings)
-    return open_local_store(vault, settings)
-
-
-def open_local_store(vault: str | Path, settings: Settings) -> Store:
-    """The embedded Edge store in the vault's store folder, whatever `qdrant_url` says (migrate's source)."""
-    return store_module.open_store(
-        path=store_dir(vault, settings) / "qdrant", prefix=settings.collection_prefix,
-        hnsw_m=settings.hnsw_m, hnsw_ef_construct=settings.hnsw_ef_construct,
-    )
-
-
-def open_server_store(url: str, api_key: str | None, settings: Settings) -> Store:
-    """A Qdrant server's collections with the configured prefix, sharding and index settings."""
-    return store_module.open_store(
-        url=url,
-        api_key=api_key,
-        prefix=settings.collection_prefix,
-        shard_number=settings.shard_number,
-        replication_factor=settings.replication_factor,
-        hnsw_m=settings.hnsw_m,
-        hnsw_ef_construct=settings.hnsw_ef_construct,
-    )
 
 
 def chunking_hash(settings: Settings) -> str:
