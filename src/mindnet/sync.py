@@ -294,10 +294,9 @@ def _run(
     config_hash = chunking_hash(settings)
     stored = cast(Store, _NothingStored()) if opened.pending else store
     states = stored.facet("notes", "sync_state")
-    tokenizer = default_tokenizer()
     counted_from = _embedder_counts(embedder)
     # Every note of a fresh store is new: chunk and embed each as soon as it is read (issue 18).
-    early = _EmbedWhileReading(ahead, settings, tokenizer) if opened.pending and not dry_run else None
+    early = _EmbedWhileReading(ahead, settings, default_tokenizer()) if opened.pending and not dry_run else None
     result = read_vault(vault, settings, StoredLanguages(stored), notes_cache, on_note=early)
     if early is not None:
         early.read_all()
@@ -324,6 +323,7 @@ def _run(
         if dirty and not dry_run:
             journal.clear()
         return summary
+    tokenizer = default_tokenizer()  # loaded only now: an import that changes nothing never needs it
     resolver = Resolver(result.notes, result.attachments)
     chunk_cache: dict[str, list[Chunk]] = {}
     parsed: dict[str, ParsedNote] = {}
