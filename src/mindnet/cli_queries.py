@@ -82,12 +82,12 @@ def index(vault: Path, settings: Settings) -> Any:
     return Index(vault, settings, short_lived=True)
 
 
-def preloading(settings: Settings, query: str, *, tokenizer: bool = False) -> Any:
-    """Start loading a query's models on their own thread (`preload_models`) before the index stack is
+def preloading(settings: Settings, query: str, vault: Path, *, tokenizer: bool = False) -> Any:
+    """Start loading a query's models on their own threads (`preload_models`) before the index stack is
     imported: most of that load leaves Python's lock free for the imports and the store."""
     from . import preload_models
 
-    return preload_models(settings, query, tokenizer=tokenizer)
+    return preload_models(settings, query, tokenizer=tokenizer, vault=vault)
 
 
 def ready_to_search(opened: Any, loading: Any) -> None:
@@ -132,7 +132,7 @@ def search(
                   "from": date_from, "to": date_to}
         hits: list[dict[str, Any]] = server.get("/api/search", params)
     else:
-        loading = preloading(settings, query)
+        loading = preloading(settings, query, vault)
         from . import SearchFilters
 
         flt = SearchFilters(type=tuple(types or ()), tags=tuple(tags or ()), area=area, project=project, lang=lang,
@@ -189,7 +189,7 @@ def context(
     if server is not None:
         ctx = server.post("/api/context", {"query": query, "budget": budget, "k": k, "mode": mode, "expand": expand})
     else:
-        loading = preloading(settings, query, tokenizer=True)
+        loading = preloading(settings, query, vault, tokenizer=True)
         with index(vault, settings) as opened:
             ready_to_search(opened, loading)
             ctx = dataclasses.asdict(opened.context(query, budget=budget, k=k, mode=mode, expand=expand))

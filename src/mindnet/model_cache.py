@@ -24,25 +24,27 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import mmap
 import os
 import shutil
 import tempfile
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
+from typing import Any
 
 from .file_stat import StatKey, is_racy, stat_key
 
 MANIFEST = "manifest.json"
-Files = dict[str, bytes]
-"""Built files by name (no folders)."""
+Files = dict[str, Any]
+"""Files by name (no folders): bytes, or a read-only `mmap` for a file `load` was asked to map."""
 
 _STALE_TMP_SECONDS = 3600.0
 """A half-written folder older than this is a crashed run's, not a concurrent one's."""
 
 
-def checksum(data: bytes | memoryview) -> str:
+def checksum(data: Any) -> str:
     """CRC-32 of a cached file, as zip and PNG use it to catch a damaged file.
 
     Not a security hash: the folder is the user's own, and whoever can write there can change the
@@ -57,8 +59,12 @@ def source_hash(path: Path) -> str:
         return hashlib.file_digest(fh, lambda: hashlib.blake2b(digest_size=20)).hexdigest()
 
 
-def load(root: Path, name: str, source: Path) -> Files | None:
-    """The files of `root/name` if they were built from `source` and are whole; None otherwise."""
+def load(root: Path, name: str, source: Path, mapped: Collection[str] = ()) -> Files | None:
+    """The files of `root/name` if they were built from `source` and are whole; None otherwise.
+
+    Files named in `mapped` come back memory-mapped (read-only, checked all the same): a table that
+    is read a few rows at a time is then not copied into the process (the USE embedding table).
+    """
     folder = root / name
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
@@ -66,13 +72,18 @@ def load(root: Path, name: str, source: Path) -> Files | None:
             return None
         files: Files = {}
         for file, expected in manifest["files"].items():
-            data = (folder / file).read_bytes()
+            data = _mapped(folder / file) if file in mapped else (folder / file).read_bytes()
             if checksum(data) != expected:
                 return None
             files[file] = data
         return files
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _mapped(path: Path) -> mmap.mmap:
+    with path.open("rb") as fh:
+        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
 
 def has(root: Path, name: str, source: Path) -> bool:
@@ -84,14 +95,15 @@ def has(root: Path, name: str, source: Path) -> bool:
         return False
 
 
-def load_or_build(root: Path | None, name: str, source: Path, build: Callable[[], Files]) -> Files:
+def load_or_build(root: Path | None, name: str, source: Path, build: Callable[[], Files],
+                  mapped: Collection[str] = ()) -> Files:
     """The files of `root/name`, built from `source` by `build` and kept there when they are not.
 
     With `root` None, or a folder that cannot be written, the files are built and used from memory
-    (each process then pays the build, as before the cache existed).
+    (each process then pays the build, as before the cache existed). `mapped`: as for `load`.
     """
     if root is not None:
-        found = load(root, name, source)
+        found = load(root, name, source, mapped)
         if found is not None:
             return found
     files = build()

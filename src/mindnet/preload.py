@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from pathlib import Path
+from typing import Any
 
 from .config import Settings
 
@@ -25,16 +27,41 @@ PRELOAD_THREAD = "mindnet-preload"
 class ModelsLoading:
     """The models of one query loading on a daemon thread; `wait` for them before using them."""
 
-    def __init__(self, settings: Settings, query: str | None, tokenizer: bool) -> None:
+    def __init__(self, settings: Settings, query: str | None, tokenizer: bool, vault: Path | None) -> None:
         self.settings = settings
         self._query = query
         self._tokenizer = tokenizer
-        self._thread = threading.Thread(target=self._load, name=PRELOAD_THREAD, daemon=True)
-        self._thread.start()
+        self._vault = vault
+        self._threads = [threading.Thread(target=self._load, name=PRELOAD_THREAD, daemon=True)]
+        if vault is not None and not settings.qdrant_url:
+            self._threads.append(threading.Thread(target=self._load_e5, name=f"{PRELOAD_THREAD}-e5", daemon=True))
+        for thread in self._threads:
+            thread.start()
 
     def wait(self) -> None:
-        """Until everything is loaded (or failed: the search then loads it itself and reports the error)."""
-        self._thread.join()
+        """Until the default model is loaded (or failed: the search then loads it itself and reports the
+        error); the e5 model goes on loading, and the search's e5 list waits for it."""
+        self._threads[0].join()
+
+    def _load_e5(self) -> None:
+        """The e5 model, when the store holds its vectors and its files are ready (a one-off search
+        uses it only then, `api.Index(short_lived=True)`), so that it loads beside everything else."""
+        with contextlib.suppress(Exception):
+            from .quality_tier import E5_MODEL, e5_available
+
+            if self.settings.model == E5_MODEL or not e5_available() or self._vault is None:
+                return
+            from .points import E5_VECTOR
+            from .stores import open_store
+
+            meta = open_store(self._vault, self.settings).meta()  # the schema record: no collection opens
+            if meta is None or not any(v.name == E5_VECTOR for v in meta.vectors):
+                return
+            from .embedding import make_embedder
+
+            model: Any = make_embedder(E5_MODEL, self.settings.threads, self.settings.cache_dir)
+            if model.prepared():
+                model.prepare()  # the engine is kept for the process (`e5_fast.shared_engine`)
 
     def _load(self) -> None:
         with contextlib.suppress(Exception):
@@ -65,10 +92,12 @@ class ModelsLoading:
         return self._query is not None and tokens is not None and tokens.ids(self._query) is not None
 
 
-def preload_models(settings: Settings, query: str | None = None, *, tokenizer: bool = False) -> ModelsLoading:
+def preload_models(settings: Settings, query: str | None = None, *, tokenizer: bool = False,
+                   vault: Path | None = None) -> ModelsLoading:
     """Start loading what a search for `query` with `settings` needs (see the module docstring).
 
     Args:
         tokenizer: load sentencepiece even for a plain query (a context counts tokens with it).
+        vault: the vault searched: its store says whether the e5 model is needed too.
     """
-    return ModelsLoading(settings, query, tokenizer)
+    return ModelsLoading(settings, query, tokenizer, vault)

