@@ -81,9 +81,18 @@ def load(root: Path, name: str, source: Path, mapped: Collection[str] = ()) -> F
         return None
 
 
-def _mapped(path: Path) -> mmap.mmap:
+class MappedFile(mmap.mmap):
+    """A cached file mapped read-only, with its `path` (a loader that reads files itself, such as
+    onnxruntime, is given the path: its own read is cheaper than a Python bytes copy)."""
+
+    path: Path
+
+
+def _mapped(path: Path) -> MappedFile:
     with path.open("rb") as fh:
-        return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        mapped = MappedFile(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    mapped.path = path
+    return mapped
 
 
 def has(root: Path, name: str, source: Path) -> bool:

@@ -47,17 +47,13 @@ class ModelsLoading:
         """The e5 model, when the store holds its vectors and its files are ready (a one-off search
         uses it only then, `api.Index(short_lived=True)`), so that it loads beside everything else."""
         with contextlib.suppress(Exception):
-            from .quality_tier import E5_MODEL, e5_available
-
-            if self.settings.model == E5_MODEL or not e5_available() or self._vault is None:
-                return
-            from .points import E5_VECTOR
-            from .stores import open_store
-
-            meta = open_store(self._vault, self.settings).meta()  # the schema record: no collection opens
-            if meta is None or not any(v.name == E5_VECTOR for v in meta.vectors):
+            if self.settings.model == "e5" or self._vault is None or not _holds_e5(self._vault, self.settings):
                 return
             from .embedding import make_embedder
+            from .quality_tier import E5_MODEL, e5_available
+
+            if not e5_available():
+                return
 
             model: Any = make_embedder(E5_MODEL, self.settings.threads, self.settings.cache_dir)
             if model.prepared():
@@ -101,3 +97,18 @@ def preload_models(settings: Settings, query: str | None = None, *, tokenizer: b
         vault: the vault searched: its store says whether the e5 model is needed too.
     """
     return ModelsLoading(settings, query, tokenizer, vault)
+
+
+def _holds_e5(vault: Path, settings: Settings) -> bool:
+    """Whether the vault's embedded store records e5 vectors: its schema record read as JSON, without
+    importing the store (where `store.EdgeStore` and `api.Index.has_store` keep it). A guess only: the
+    search checks the schema itself."""
+    import json
+
+    from .config import store_dir
+
+    record = store_dir(vault, settings) / "qdrant" / f"{settings.collection_prefix}.meta.json"
+    try:
+        return "e5" in json.loads(record.read_text(encoding="utf-8")).get("vectors", {})
+    except (OSError, ValueError, AttributeError):
+        return False
