@@ -676,8 +676,9 @@ class Index:
         store.count("notes")
 
     def warm_up(self, query: str = WARM_UP_QUERY) -> None:
-        """Load now all that a first search would: the store's collections, the searcher, the default
-        model, the e5 model when the store holds its vectors, the language model; then run one search.
+        """Load now all that a first search would: the store's collections, the searcher, the e5 model
+        when the store holds its vectors; then run one search, which loads the default model's graphs,
+        the query tokenizer and the language model as every search would.
 
         A resident process calls it before it says it is ready, so the first question it is asked
         costs what later ones do (issue 26). A vault not imported yet has nothing to warm.
@@ -685,7 +686,6 @@ class Index:
         if not self.has_store():
             return
         self.prepare_search()
-        self.embedder.prepare()
         meta = self.store().meta()
         if meta is not None and any(v.name == E5_VECTOR for v in meta.vectors):
             tier = self._e5_for_search()

@@ -70,7 +70,8 @@ class ModelsLoading:
                 if use_onnx:
                     files = prepared_files(default_weights_path(), self.settings.cache_dir)
                     shared_sessions((files[VOCAB_FILE], files[SENTENCES_FILE]), QUERY_THREADS)
-            if self._tokenizer or not (use_onnx and self._plain_query()):
+            plain = use_onnx and self._plain_query()
+            if self._tokenizer or (self._query is not None and not plain) or not use_onnx:
                 from .chunking.tokens import default_tokenizer
 
                 default_tokenizer()
@@ -81,7 +82,7 @@ class ModelsLoading:
 
     def _plain_query(self) -> bool:
         """Whether the query's ids come from the kept piece table (`use_fast.QueryTokens`), which loads
-        here; else sentencepiece does."""
+        here; else sentencepiece does. Without a query (a server's first) the table loads all the same."""
         from .use_fast import query_tokens
 
         tokens = query_tokens(self.settings.cache_dir)
@@ -93,6 +94,8 @@ def preload_models(settings: Settings, query: str | None = None, *, tokenizer: b
     """Start loading what a search for `query` with `settings` needs (see the module docstring).
 
     Args:
+        query: the query, when known (a one-off search): sentencepiece then loads only if it is not
+            plain; without one (a resident's future queries) the piece table loads and sentencepiece not.
         tokenizer: load sentencepiece even for a plain query (a context counts tokens with it).
         vault: the vault searched: its store says whether the e5 model is needed too.
     """

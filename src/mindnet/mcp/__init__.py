@@ -30,10 +30,10 @@ __all__ = ["http_app", "run_stdio"]
 def run_stdio(vault: Path, settings: Settings, *, e5: bool = True) -> None:
     """Serve MCP on stdin/stdout until the client closes stdin (or SIGTERM); logs go to stderr.
 
-    Without a `mindnet serve`, the index opens, imports and warms up on a thread from the first
-    moment, while the SDK loads and the handshake is answered; the instructions come from the
-    overview the last import left in the store folder (`last_overview`), so the handshake needs
-    neither the store nor a model (issue 26).
+    Without a `mindnet serve`, the index opens, imports and warms up on a thread once the SDK is
+    loaded, while the handshake is answered; the instructions come from the overview the last import
+    left in the store folder (`last_overview`), so the handshake needs neither the store nor a model
+    (issue 26).
     """
     import anyio
 
@@ -47,6 +47,12 @@ def run_stdio(vault: Path, settings: Settings, *, e5: bool = True) -> None:
         backend = RemoteBackend(Remote(address))
         overview = None
     else:
+        from .. import preload_models
+
+        # The models' files and sessions load beside the SDK's import (mostly outside Python's lock);
+        # the resident that uses them is made once the SDK is in (below).
+        preload_models(settings, vault=vault)
+
         def make() -> Resident:
             from .. import Resident  # the index stack (store, models' code), only for a local index
 
@@ -54,14 +60,16 @@ def run_stdio(vault: Path, settings: Settings, *, e5: bool = True) -> None:
 
         backend = LocalBackend.starting(make)
         overview = last_overview(folder)
+    from .tools import MindnetMCP, instructions  # the SDK first: the handshake needs it and nothing else
+
+    if isinstance(backend, LocalBackend):
+        backend.start()  # the index's imports and loads would only slow the SDK's own
     try:
         if overview is None:
             overview = backend.overview()
     except MindnetError as exc:
         log.warning("no overview of the vault: %s", exc)
         overview = {"vault": vault.resolve().name}
-    from .tools import MindnetMCP, instructions  # the SDK: loaded while the index opens on its thread
-
     server = MindnetMCP(backend, instructions(overview))
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -71,11 +71,15 @@ class LocalBackend:
 
     @classmethod
     def starting(cls, make: Callable[[], Resident]) -> LocalBackend:
-        """A backend whose resident `make` builds, starts and warms up on a thread of its own."""
+        """A backend whose resident `make` builds, starts and warms up on a thread of its own (`start`)."""
         backend = cls(None, owned=True)
         backend._thread = threading.Thread(target=backend._start, args=(make,), name="mindnet-mcp-start", daemon=True)
-        backend._thread.start()
         return backend
+
+    def start(self) -> None:
+        """Begin making the resident (a backend made by `starting`; once)."""
+        if self._thread is not None and not self._thread.is_alive() and not self._made.is_set():
+            self._thread.start()
 
     def _start(self, make: Callable[[], Resident]) -> None:
         try:
@@ -132,6 +136,7 @@ class LocalBackend:
     def close(self) -> None:
         if not self._owned:
             return
+        self.start()  # a client that left at once: the thread still makes (and now stops) the resident
         self._made.wait()
         if self._resident is not None:
             self._resident.stop()  # waits for a warm-up in flight, then closes the index
