@@ -45,7 +45,7 @@ from .errors import MindnetError, NotFoundError, VaultNotFoundError
 from .points import DENSE_VECTOR, E5_VECTOR
 from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
 from .search import Context, Hit, Searcher, fuse_hits
-from .store import Equals, Filter, Store, copy_store
+from .store import Equals, Filter, HasVector, Store, copy_store
 from .stores import open_local_store, open_server_store, open_store
 from .text import line_of, line_starts
 
@@ -767,7 +767,7 @@ class Index:
             if not e5_available():
                 return "absent (install mindnet[e5], Linux x86_64)"
             return "not filled (run `mindnet embed` or `mindnet import --quality-tier`)"
-        done = sum(E5_VECTOR in p.vectors for p in store.scroll("chunks", with_vectors=True))
+        done = store.count("chunks", Filter.all(HasVector(E5_VECTOR)))
         return f"{vectors[E5_VECTOR]['model']}: {done} of {store.count('chunks')} chunks"
 
     def close(self) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from .config import Settings
 from .embedding import Embedder
 from .points import E5_VECTOR, stored_embedding_input
-from .store import PointRecord, Store, StoreSchema, VectorSpec
+from .store import Filter, HasVector, PointRecord, Store, StoreSchema, VectorSpec
 
 E5_MODEL = "e5"
 """`make_embedder` name of the model that fills `E5_VECTOR`."""
@@ -87,11 +87,10 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
         (chunks the model embedded, chunks still without the vector).
     """
     store.ensure(StoreSchema(vectors=(VectorSpec(E5_VECTOR, embedder.model_id, embedder.dim),)))
-    missing: list[tuple[int, str]] = []
-    for p in store.scroll("chunks", with_vectors=True):
-        if E5_VECTOR not in p.vectors:
-            missing.append((len(p.payload.get("text", "")), p.id))
-    missing.sort()
+    # Only the chunks still without the vector, and only their text: the scan runs again after every
+    # import of a resident server, and reading every chunk's vectors made a save wait for it.
+    lacking = Filter(must_not=(HasVector(E5_VECTOR),))
+    missing = sorted((len(p.payload.get("text", "")), p.id) for p in store.scroll("chunks", lacking, fields=("text",)))
     total = len(missing)
     if not total:
         return 0, 0

@@ -187,6 +187,8 @@ class Resident:
                 self._first.exception()  # waits; an import error is the import's to report
             if not self._stop.is_set():
                 self.index.warm_up()
+            if self._watch and not self._stop.is_set():
+                self.index.embedder.prepare()  # a save's import chunks with sentencepiece: loaded now, not then
             if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
                 tier = self.index.e5_embedder()  # the fill starts next: its first batch should not load it
                 if tier is not None:
