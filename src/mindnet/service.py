@@ -176,29 +176,43 @@ class Resident:
         self.state.ready = False
         self._warm.clear()
 
-    def warm_up(self) -> None:
-        """Load all that a first search needs, then say ready (issue 26).
+    def warm_up(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Load all that a first search needs, then say ready (issue 26), then warm the writer's models.
 
         A vault with no store yet waits for the first import, which makes it; a failure is reported
         in the state and the log, and the server is ready anyway (searches then load lazily).
+        `on_ready` is called once ready, before the writer's models load.
         """
+        from . import preload_models
+
         try:
+            preload_models(self.settings, vault=self.root)  # the models' files load beside what follows
             if not self.index.has_store() and self._first is not None:
                 self._first.exception()  # waits; an import error is the import's to report
             if not self._stop.is_set():
                 self.index.warm_up()
-            if self._watch and not self._stop.is_set():
-                self.index.embedder.prepare()  # a save's import chunks with sentencepiece: loaded now, not then
-            if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
-                tier = self.index.e5_embedder()  # the fill starts next: its first batch should not load it
-                if tier is not None:
-                    tier.prepare()
         except Exception as exc:  # a warm-up is an optimisation: never the reason a server does not answer
             self.state.last_error = f"warm-up failed: {exc}"
             log.exception("warm-up failed")
         finally:
             self.state.ready = True
             self._warm.set()
+        if on_ready is not None:
+            on_ready()
+        self._warm_writes()
+
+    def _warm_writes(self) -> None:
+        """After ready: what the writer will load, loaded now (sentencepiece for a save's chunking, the e5
+        model for the fill), so that the first save and the first fill batch do not wait for it."""
+        try:
+            if self._watch and not self._stop.is_set():
+                self.index.embedder.prepare()
+            if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
+                tier = self.index.e5_embedder()
+                if tier is not None:
+                    tier.prepare()
+        except Exception:
+            log.debug("warming the writer's models failed", exc_info=True)
 
     def wait_ready(self, timeout: float | None = None) -> bool:
         """Until a warm-up in progress has finished (at once when none runs); False on timeout."""

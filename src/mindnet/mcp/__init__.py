@@ -47,12 +47,6 @@ def run_stdio(vault: Path, settings: Settings, *, e5: bool = True) -> None:
         backend = RemoteBackend(Remote(address))
         overview = None
     else:
-        from .. import preload_models
-
-        # The models' files and sessions load beside the SDK's import (mostly outside Python's lock);
-        # the resident that uses them is made once the SDK is in (below).
-        preload_models(settings, vault=vault)
-
         def make() -> Resident:
             from .. import Resident  # the index stack (store, models' code), only for a local index
 

@@ -62,12 +62,10 @@ class LocalBackend:
         self._resident = resident
         self._owned = owned
         self._made = threading.Event()
-        self._warm = threading.Event()
         self._failure: BaseException | None = None
         self._thread: threading.Thread | None = None
         if resident is not None:
             self._made.set()
-            self._warm.set()
 
     @classmethod
     def starting(cls, make: Callable[[], Resident]) -> LocalBackend:
@@ -89,21 +87,18 @@ class LocalBackend:
             log.info("resident index started for %s", resident.root)
         except BaseException as exc:  # reported by the tool calls that need the index
             self._failure = exc
-            self._warm.set()
             return
         finally:
             self._made.set()
-        try:
-            resident.warm_up()  # after the first import when the vault has no store yet
-        finally:
-            self._warm.set()
+        resident.warm_up()  # after the first import when the vault has no store yet
 
     @property
     def resident(self) -> Resident:
         """The resident, once warm: a call that comes early waits here."""
-        self._warm.wait()
+        self._made.wait()
         if self._failure is not None or self._resident is None:
             raise MindnetError(f"the index could not be opened: {self._failure}")
+        self._resident.wait_ready()
         return self._resident
 
     @property

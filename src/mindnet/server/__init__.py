@@ -145,13 +145,12 @@ def _published(folder: Path, address: ServerAddress, resident: Resident, ready: 
     needs), then warm up on a thread and say ready: the line on stderr, `/api/health` "ok"."""
     write_address(folder, address)
 
-    def warm() -> None:
-        resident.warm_up()
+    def announce() -> None:
         sys.stderr.write(f"mindnet serve: {address.url} (vault {address.vault}; Ctrl-C stops)\n")
         if ready is not None:
             ready(address)
 
-    threading.Thread(target=warm, name="mindnet-warm-up", daemon=True).start()
+    threading.Thread(target=resident.warm_up, args=(announce,), name="mindnet-warm-up", daemon=True).start()
 
 
 async def _serve_all(servers: list[tuple[Any, socket.socket]], on_ready: Any,
