@@ -137,9 +137,12 @@ def search(
 
         flt = SearchFilters(type=tuple(types or ()), tags=tuple(tags or ()), area=area, project=project, lang=lang,
                             path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to)
-        with index(vault, settings) as opened:
-            ready_to_search(opened, loading)
-            found = opened.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
+        try:
+            with index(vault, settings) as opened:
+                ready_to_search(opened, loading)
+                found = opened.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
+        finally:
+            loading.finish()
         hits = [dataclasses.asdict(h) for h in found]
     if as_json:
         print_json(hits)
@@ -190,9 +193,12 @@ def context(
         ctx = server.post("/api/context", {"query": query, "budget": budget, "k": k, "mode": mode, "expand": expand})
     else:
         loading = preloading(settings, query, vault, tokenizer=True)
-        with index(vault, settings) as opened:
-            ready_to_search(opened, loading)
-            ctx = dataclasses.asdict(opened.context(query, budget=budget, k=k, mode=mode, expand=expand))
+        try:
+            with index(vault, settings) as opened:
+                ready_to_search(opened, loading)
+                ctx = dataclasses.asdict(opened.context(query, budget=budget, k=k, mode=mode, expand=expand))
+        finally:
+            loading.finish()
     if as_json:
         print_json(ctx)
         return

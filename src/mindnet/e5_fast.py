@@ -423,10 +423,12 @@ class OnnxE5:
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
         session = _Opening(files.pop(ENCODER_FILE), opts)
-        self.model = E5Layout.from_json(files[LAYOUT_FILE])
-        self.tokenizer = E5Tokenizer(files[TOKENIZER_FILE], self.model.normaliser, Unigram.from_files(files))
+        try:
+            self.model = E5Layout.from_json(files[LAYOUT_FILE])
+            self.tokenizer = E5Tokenizer(files[TOKENIZER_FILE], self.model.normaliser, Unigram.from_files(files))
+        finally:
+            self._session = session.result()  # joined in any case: never left running inside onnxruntime
         self.batch_tokens = max(batch_tokens, self.model.max_positions)
-        self._session = session.result()
         with open(model_path, "rb") as fh:  # the tables are read where the file lies (verified by its hash)
             buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         word, pos, kind = (_tensor(buf, self.model.places[name]) for name in _TABLES)

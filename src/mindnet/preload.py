@@ -43,6 +43,12 @@ class ModelsLoading:
         error); the e5 model goes on loading, and the search's e5 list waits for it."""
         self._threads[0].join()
 
+    def finish(self) -> None:
+        """Until every load has ended. A process must not exit while a load runs: the interpreter would
+        stop the thread inside onnxruntime's or sentencepiece's C++, which aborts the process."""
+        for thread in self._threads:
+            thread.join()
+
     def _load_e5(self) -> None:
         """The e5 model, when the store holds its vectors and its files are ready (a one-off search
         uses it only then, `api.Index(short_lived=True)`), so that it loads beside everything else."""

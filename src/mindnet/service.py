@@ -137,8 +137,13 @@ class Resident:
         self._full = False
         self._threads: list[threading.Thread] = []
         self._first: Future[ImportSummary] | None = None
+        self._loading: Any = None
+        """The models' preload the warm-up started (`preload.ModelsLoading`), joined by `stop`."""
         self._warm = threading.Event()
         self._warm.set()  # nothing to wait for until a warm-up begins
+        self._warmed = threading.Event()
+        """Set when the whole warm-up is over, the writer's models included (`stop` waits for it)."""
+        self._warmed.set()
         self._problems: frozenset[str] = frozenset()
         """The previous import's problem lines: each is logged when it first appears, not on every save."""
 
@@ -165,7 +170,11 @@ class Resident:
             self._wake.notify_all()
         for thread in self._threads:
             thread.join(timeout)
-        self._warm.wait(timeout)  # a warm-up in flight reads the index: let it finish first
+        # A warm-up in flight reads the index and loads models: let it finish first (a process must
+        # not exit inside a model's native load: the interpreter would stop it there, and that aborts).
+        self._warmed.wait(timeout)
+        if self._loading is not None:
+            self._loading.finish()
         self.index.close()
         for waiting in self._take_pending():
             if not waiting.done():
@@ -175,6 +184,7 @@ class Resident:
         """Say "starting" (`state.ready`, `wait_ready`) until `warm_up` has run; call it before its thread starts."""
         self.state.ready = False
         self._warm.clear()
+        self._warmed.clear()
 
     def warm_up(self, on_ready: Callable[[], None] | None = None) -> None:
         """Load all that a first search needs, then say ready (issue 26), then warm the writer's models.
@@ -186,7 +196,7 @@ class Resident:
         from . import preload_models
 
         try:
-            preload_models(self.settings, vault=self.root)  # the models' files load beside what follows
+            self._loading = preload_models(self.settings, vault=self.root)  # models' files, beside what follows
             if not self.index.has_store() and self._first is not None:
                 self._first.exception()  # waits; an import error is the import's to report
             if not self._stop.is_set():
@@ -197,9 +207,12 @@ class Resident:
         finally:
             self.state.ready = True
             self._warm.set()
-        if on_ready is not None:
-            on_ready()
-        self._warm_writes()
+        try:
+            if on_ready is not None:
+                on_ready()
+            self._warm_writes()
+        finally:
+            self._warmed.set()
 
     def _warm_writes(self) -> None:
         """After ready: what the writer will load, loaded now (sentencepiece for a save's chunking, the e5

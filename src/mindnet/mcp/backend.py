@@ -95,10 +95,15 @@ class LocalBackend:
     @property
     def resident(self) -> Resident:
         """The resident, once warm: a call that comes early waits here."""
+        resident = self._made_resident()
+        resident.wait_ready()
+        return resident
+
+    def _made_resident(self) -> Resident:
+        """The resident once made (started or not, warm or not)."""
         self._made.wait()
         if self._failure is not None or self._resident is None:
             raise MindnetError(f"the index could not be opened: {self._failure}")
-        self._resident.wait_ready()
         return self._resident
 
     @property
@@ -126,7 +131,8 @@ class LocalBackend:
         return self.resident.status()
 
     def overview(self) -> dict[str, Any]:
-        return self.index.overview()
+        # Not behind the warm-up: `serve` asks for it while building `/mcp`, before it warms up.
+        return self._made_resident().index.overview()
 
     def close(self) -> None:
         if not self._owned:
