@@ -178,8 +178,8 @@ class E5Tokenizer:
 
         Args:
             unigram: the same pieces for short texts (`unigram.Unigram`); sentencepiece then loads
-                only when a longer batch comes (its load is most of a second, a query's Viterbi a
-                millisecond; both give the same ids).
+                only when a longer batch comes (its load costs many queries' Viterbi; both give the
+                same ids).
         """
         self.proto = proto
         self._unigram = unigram
@@ -511,7 +511,7 @@ class _Opening:
 
 def _session(graph: Any, opts: Any) -> Any:
     """An onnxruntime session of a graph: by its path when it is a checked, mapped cache file (onnxruntime
-    reads 85 MB itself faster than it takes them as Python bytes), else from the bytes."""
+    reads the file itself faster than it takes it as Python bytes), else from the bytes."""
     import onnxruntime as ort
 
     path = getattr(graph, "path", None)

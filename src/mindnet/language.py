@@ -107,10 +107,10 @@ def _langid_model(cache_dir: Path | None, languages: tuple[str, ...] | None = No
 
     The packaged model is LZMA-compressed: unpacking it costs 0.3 s in every process that detects a
     language, i.e. in every import that sees a new or edited note. The copy holds the same arrays;
-    the DFA table (39 MB) and the feature scores (28 MB, stored language by language) are mapped, not
-    read: a detection touches the DFA states it walks, and with `languages` only their scores are read
-    (the columns `set_languages` would cut out of the whole table, the same values in the same
-    layout), so a one-off query loads the model in milliseconds (issue 26).
+    the DFA table and the feature scores (stored language by language) are mapped, not read: a
+    detection touches the DFA states it walks, and with `languages` only their scores are read (the
+    columns `set_languages` would cut out of the whole table, the same values in the same layout), so
+    a one-off query does not read the whole model (issue 26).
     """
     from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 

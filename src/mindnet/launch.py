@@ -146,9 +146,9 @@ def _value(text: str, kind: str) -> Any:
 def console() -> None:
     """The `mindnet` console script: `main`, ending the process at once after a command it answered.
 
-    A search's process spent a tenth of a second after its last line in the interpreter's teardown:
-    freeing the models' buffers, onnxruntime's and Qdrant Edge's native shutdown (issue 26). Every
-    resource of the command is closed by then (the index closes its store and caches), so the
+    A search's process spent a noticeable part of its life after its last line in the interpreter's
+    teardown: freeing the models' buffers, onnxruntime's and Qdrant Edge's native shutdown (issue 26).
+    Every resource of the command is closed by then (the index closes its store and caches), so the
     process flushes its output and exits; anything that goes to typer exits as usual.
     """
     main(quick_exit=True)

@@ -48,7 +48,7 @@ def checksum(data: Any) -> str:
     """CRC-32 of a cached file, as zip and PNG use it to catch a damaged file.
 
     Not a security hash: the folder is the user's own, and whoever can write there can change the
-    installed model too. It is the cheap check that every load can afford on ~80 MB of graphs.
+    installed model too. It is the cheap check that every load can afford on the graphs and tables.
     """
     return f"{zlib.crc32(data):08x}"
 

