@@ -17,12 +17,16 @@ Stores are built once under `--work` and reused (incremental import, embeddings 
 its two halves, and the fixed-window baselines keep their own caches). The mixed vault is a
 folder of copies under `--work` (symlinks out of a vault are not followed by the reader, by
 design), never inside the repo.
+
+The report-only cells (`HELD_OUT`: msdocs and the Zettlr manual) are specified here too, outside
+`CELLS`, so no selection can read them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import random
 import sys
 import time
@@ -34,6 +38,7 @@ from mindnet.config import Settings, load_settings
 from mindnet.embedding import CachedEmbedder, Embedder, EmbeddingCache, UseEmbedder
 from mindnet.evaluation import (
     EvalQuery,
+    RawQuery,
     beir_queries,
     load_beir,
     load_vault_queries,
@@ -62,6 +67,9 @@ class CellSpec:
     """Only these categories of the golden file (all when empty)."""
     exclude: tuple[str, ...] = ()
     """Every category but these."""
+    mixed: bool = False
+    """Judged as the mixed vault holds the notes: each row's `mixed` judgements where it has them
+    (`zettlr_rows`); a row whose mixed `relevant` is empty is not asked."""
 
 
 CELLS: tuple[CellSpec, ...] = (
@@ -80,13 +88,25 @@ CELLS: tuple[CellSpec, ...] = (
 )
 """Every dev cell; `--cells` picks a subset by name prefix."""
 
-HELD_OUT: tuple[CellSpec, ...] = (
+MSDOCS_CELLS: tuple[CellSpec, ...] = (
     CellSpec("msdocs de→de", "msdocs", "msdocs-de.jsonl"),
     CellSpec("msdocs en→de", "msdocs", "msdocs-en.jsonl"),
 )
-"""Report-only cells (`bench/search.py heldout`): questions on a slice of the German Microsoft docs,
-written after every knob was chosen. No selection ever looks at them, so `loo` and `grid` never
-read them; they are the figure nobody tuned on."""
+"""Questions on a slice of the German Microsoft docs, written after every knob was chosen."""
+
+ZETTLR_CELLS: tuple[CellSpec, ...] = (
+    CellSpec("zettlr en→en", "zettlr-en", "zettlr-en.jsonl"),
+    CellSpec("zettlr de→en", "zettlr-en", "zettlr-de.jsonl"),
+    CellSpec("zettlr en→mixed", "zettlr-mixed", "zettlr-en.jsonl", mixed=True),
+    CellSpec("zettlr de→mixed", "zettlr-mixed", "zettlr-de.jsonl", mixed=True),
+)
+"""Questions on the Zettlr manual (issue 25), a help vault of short pages with many sections: its 83
+English pages, and a mixed vault with the German translations swapped in (`zettlr_mixed_vault`).
+The questions were committed before any search change they are meant to judge."""
+
+HELD_OUT: tuple[CellSpec, ...] = MSDOCS_CELLS + ZETTLR_CELLS
+"""Report-only cells (`bench/search.py heldout`). No selection ever looks at them, so `loo` and
+`grid` never read them; they are the figure nobody tuned on."""
 
 MSDOCS_SLICE: tuple[str, ...] = ("Skype/SfbHybrid", "Skype/SfbOnline", "Teams/rooms")
 """The held-out vault: every `.md` below these folders of `msdocs-skype-teams-de/docs` (195 notes).
@@ -124,6 +144,87 @@ def msdocs_vault(folder: Path, docs: Path = MSDOCS / "docs") -> Path:
     return folder
 
 
+ZETTLR_DOCS = CORPORA / "zettlr-docs/docs"
+"""The Zettlr manual: `en/` (83 pages, the judgement keys are paths below it) and `de/` (11 pages)."""
+
+ZETTLR_TRANSLATIONS: tuple[tuple[str, str], ...] = (
+    ("index.md", "index.md"),
+    ("faq.md", "reference/faq.md"),
+    ("get-involved.md", "getting-started/get-involved.md"),
+    ("install.md", "getting-started/setup.md"),
+    ("academic/citations.md", "editor/citations.md"),
+    ("academic/projects.md", "file-manager/projects.md"),
+    ("academic/zkn-method.md", "pkms/zkn-method.md"),
+    ("reference/settings.md", "reference/settings.md"),
+    ("5-minutes.md", "5-minutes.md"),
+    ("guides/guide-ide.md", "guides/guide-ide.md"),
+    ("guides/guide-zettelkasten.md", "guides/guide-zettelkasten.md"),
+)
+"""Every German page (path below `de/`) and where the mixed vault puts it (a path as below `en/`),
+found by reading both. Eight translate an older version of an English page, which they replace:
+seven by file name (their folders moved since: `academic/` became `editor/`, `file-manager/` and
+`pkms/`), and `install.md`, whose English successor is `getting-started/setup.md` (the same
+sections: each system's installer, updates, betas, where the settings live). The last three
+translate pages the English manual no longer has (a five-minute tour, since rewritten as
+`first-time-users/*`; two setup guides under `guides/`): they keep their own path, where their
+English original used to be, so the mixed vault has 86 notes. An older translation may lack what
+the English page says now, or say more; each question's `mixed` judgements record that."""
+
+
+def zettlr_mixed_sources(docs: Path = ZETTLR_DOCS) -> dict[str, Path]:
+    """The mixed vault's rule: vault path -> the file it copies (English unless a German page is put there).
+
+    Raises:
+        SystemExit: the corpus (or one of its German pages) is missing: one line naming it.
+    """
+    en, de = docs / "en", docs / "de"
+    for folder in (en, de):
+        if not folder.is_dir():
+            raise SystemExit(f"{folder}: zettlr-docs corpus folder not found (shared corpora go next to the repo)")
+    out = {p.relative_to(en).as_posix(): p for p in sorted(en.rglob("*.md"))}
+    for german, at in ZETTLR_TRANSLATIONS:
+        if not (de / german).is_file():
+            raise SystemExit(f"{de / german}: German page of the zettlr-docs corpus not found")
+        out[at] = de / german
+    return out
+
+
+def zettlr_mixed_vault(folder: Path, docs: Path = ZETTLR_DOCS) -> Path:
+    """Copies of the 83 English pages with the German translations in place (`ZETTLR_TRANSLATIONS`),
+    rewritten only when missing or different; a Markdown file the rule does not name is removed, so
+    the vault is always exactly the rule's output and every judgement key still names a note."""
+    wanted = zettlr_mixed_sources(docs)
+    for rel, src in wanted.items():
+        dst, text = folder / rel, src.read_bytes()
+        if not dst.is_file() or dst.read_bytes() != text:
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(text)
+    for stale in folder.rglob("*.md"):
+        if ".mindnet" not in stale.parts and stale.relative_to(folder).as_posix() not in wanted:
+            stale.unlink()
+    return folder
+
+
+def zettlr_rows(path: Path, *, mixed: bool) -> list[RawQuery]:
+    """A zettlr question file; with `mixed`, each row judged by its `mixed` object where it has one.
+
+    Why: a German page translates an older English version, so in the mixed vault a judged note may
+    no longer answer (or a German page answers what its English page does not). The file keeps the
+    English vault's judgements as `relevant`/`partial` and the mixed vault's where they differ; a
+    question nothing answers in the mixed vault (mixed `relevant` empty) is left out of its cells.
+    """
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        judged = row.get("mixed", row) if mixed else row
+        if judged["relevant"]:
+            out.append(RawQuery(row["id"], row["query"], tuple(judged["relevant"]), tuple(judged.get("partial", ())),
+                                row.get("category")))
+    return out
+
+
 def mixed_vault(folder: Path, seed: int = MIXED_SEED) -> Path:
     """Copies of the rustbook chapters, half German and half English, drawn once by `seed`.
 
@@ -151,6 +252,8 @@ def corpus_paths(work: Path, xquad_n: int | None) -> dict[str, tuple[Path, Path]
         "rust-en": (CORPORA / "rustbook-en/src", work / "rustbook-en"),
         "rust-mixed": (work / "rustbook-mixed-vault", work / "rustbook-mixed"),
         "msdocs": (work / "msdocs-slice-vault", work / "msdocs-slice"),
+        "zettlr-en": (ZETTLR_DOCS / "en", work / "zettlr-en"),
+        "zettlr-mixed": (work / "zettlr-mixed-vault", work / "zettlr-mixed"),
     }
     for lang in ("de", "en"):
         out[f"xquad-{lang}"] = (work / f"xquad-{lang}" / "vault", work / f"xquad-{lang}" / "store")
@@ -181,6 +284,8 @@ def open_corpora(stack: contextlib.ExitStack, work: Path, embedder: Embedder, se
             mixed_vault(vault)
         if name == "msdocs":
             msdocs_vault(vault)
+        if name == "zettlr-mixed":
+            zettlr_mixed_vault(vault)
         if name.startswith("xquad-"):
             key = write_beir_vault(load_beir(CORPORA / "xquad/beir" / name.removeprefix("xquad-")), vault)
         started = time.perf_counter()
@@ -201,7 +306,8 @@ def cell_queries(spec: CellSpec, searcher: Searcher, xquad_n: int | None,
         root = CORPORA / "xquad/beir"
         data = load_beir(root / searched, queries_from=None if asked == searched else root / asked)
         return beir_queries(limit(data, xquad_n))  # type: ignore[arg-type]
-    raw = load_vault_queries(GOLDEN / spec.questions)
+    path = GOLDEN / spec.questions
+    raw = zettlr_rows(path, mixed=True) if spec.mixed else load_vault_queries(path)
     if spec.categories:
         raw = [q for q in raw if q.category in spec.categories]
     if spec.exclude:
@@ -267,6 +373,7 @@ def base_settings(overrides: dict[str, object] | None = None) -> Settings:
 
 
 
-__all__ = ["CELLS", "HELD_OUT", "MSDOCS_SLICE", "CellSpec", "base_settings", "cell_queries", "corpus_paths",
-           "leave_one_out", "mixed_vault", "msdocs_slice_notes", "msdocs_vault", "open_corpora", "pick",
-           "shared_embedder"]
+__all__ = ["CELLS", "HELD_OUT", "MSDOCS_CELLS", "MSDOCS_SLICE", "ZETTLR_CELLS", "ZETTLR_DOCS", "ZETTLR_TRANSLATIONS",
+           "CellSpec", "base_settings", "cell_queries", "corpus_paths", "leave_one_out", "mixed_vault",
+           "msdocs_slice_notes", "msdocs_vault", "open_corpora", "pick", "shared_embedder", "zettlr_mixed_sources",
+           "zettlr_mixed_vault", "zettlr_rows"]

@@ -7,7 +7,7 @@ Commands, run from the repo root:
     .venv/bin/python bench/search.py grid [--work DIR] [--max-queries N] [--no-title-prefix] [--out FILE] [--e5]
     .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants] [--floor]
         [--e5 [--e5-fixed] [--e5-latency CELL]]
-    .venv/bin/python bench/search.py heldout [--work DIR] [--out FILE]
+    .venv/bin/python bench/search.py heldout [--work DIR] [--cells msdocs,zettlr] [--e5] [--out FILE]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50] [--e5 [--parts]] [--keep DIR]
     .venv/bin/python bench/search.py threaded-check --work COPY_OF_LOO_E5_WORK
 
@@ -32,9 +32,13 @@ exceed e5's 512-token window. `--e5-fixed` gives the fixed-window baseline an e5
 fuses the tier, even on a store that holds it.
 
 `heldout` prints the report-only cells (`cells.HELD_OUT`: msdocs de→de and en→de, questions on a
-fixed slice of the German Microsoft Teams/Skype docs, `cells.MSDOCS_SLICE`) for the four single
-lists and the hybrid default, nDCG@5/@10, recall@10 and MRR@10. Nothing is chosen on them: `loo`,
-`grid` and `eval` never read these questions, so a knob tuned on them would have to be tuned by hand.
+fixed slice of the German Microsoft Teams/Skype docs, `cells.MSDOCS_SLICE`; zettlr en→en, de→en,
+en→mixed and de→mixed on the Zettlr manual, `cells.ZETTLR_CELLS`) for the four single lists and the
+hybrid default, nDCG@5/@10, recall@10, MRR@10 and Hit@1. Nothing is chosen on them: `loo`, `grid`
+and `eval` never read these questions, so a knob tuned on them would have to be tuned by hand.
+`--cells` picks cells by name prefix; `--e5` fills each store's e5 tier first (the `loo --e5`
+machinery) and adds the e5 list alone, so every figure exists as a short-lived CLI sees the store
+and as `serve` does.
 
 `eval` imports each corpus with the real pipeline (`import_vault`, USE model) into `--work`
 (kept, so a second run reuses the embedding cache) and prints one metrics table per question
@@ -1047,33 +1051,54 @@ def print_e5_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
 HELD_OUT_ROWS: tuple[tuple[str, str, str], ...] = (
     ("bm25 (fixed)", "fixed", "lexical"), ("dense (fixed)", "fixed", "dense"),
     ("bm25", "real", "lexical"), ("dense", "real", "dense"), ("hybrid default", "real", "hybrid"))
-"""The rows of `heldout`: (label, which store's lists, mode). The hybrid row is `SearchTuning()`."""
+"""The rows of `heldout`: (label, which store's lists, mode). The hybrid row is `SearchTuning()`,
+with the e5 list in it when `--e5` filled the tier (as `serve` searches)."""
+HELD_OUT_E5_ROW = ("dense e5", "real", "dense-e5")
+"""The extra row of `heldout --e5`: the quality tier's list alone."""
 
 
-def heldout_metrics(cl: CellLists) -> dict[str, Metrics]:
+def heldout_cells(prefixes: str) -> list[cells.CellSpec]:
+    """The report-only cells named by comma-separated prefixes (all when empty).
+
+    Raises:
+        SystemExit: a prefix names no report-only cell (a typo would otherwise print an empty table).
+    """
+    wanted = [p for p in prefixes.split(",") if p]
+    unknown = [p for p in wanted if not any(c.name.startswith(p) for c in cells.HELD_OUT)]
+    if unknown:
+        names = ", ".join(c.name for c in cells.HELD_OUT)
+        raise SystemExit(f"heldout --cells: no report-only cell starts with {', '.join(unknown)} (cells: {names})")
+    return [c for c in cells.HELD_OUT if not wanted or any(c.name.startswith(p) for p in wanted)]
+
+
+def heldout_metrics(cl: CellLists, *, e5: bool = False) -> dict[str, Metrics]:
     """Every row's metrics on one held-out cell, all at today's defaults: nothing is chosen here."""
-    return {label: replay(getattr(cl, store), mode, SearchTuning())["all"] for label, store, mode in HELD_OUT_ROWS}
+    rows = (*HELD_OUT_ROWS, HELD_OUT_E5_ROW) if e5 else HELD_OUT_ROWS
+    return {label: replay(getattr(cl, store), mode, SearchTuning())["all"] for label, store, mode in rows}
 
 
 def heldout_table(results: dict[str, dict[str, Metrics]], sizes: dict[str, int]) -> str:
-    """One Markdown row per (cell, run): nDCG@5, nDCG@10, recall@10, MRR@10."""
-    lines = ["| cell | n | run | nDCG@5 | nDCG@10 | recall@10 | MRR@10 |", "|---|---|---|---|---|---|---|"]
+    """One Markdown row per (cell, run): nDCG@5, nDCG@10, recall@10, MRR@10, Hit@1 (the first note relevant)."""
+    lines = ["| cell | n | run | nDCG@5 | nDCG@10 | recall@10 | MRR@10 | Hit@1 |", "|---|---|---|---|---|---|---|---|"]
     for cell, rows in results.items():
         for label, m in rows.items():
             lines.append(f"| {cell} | {sizes[cell]} | {label} | {m.ndcg_5:.3f} | {m.ndcg_10:.3f} | "
-                         f"{m.recall_10:.3f} | {m.mrr:.3f} |")
+                         f"{m.recall_10:.3f} | {m.mrr:.3f} | {m.hit_1:.3f} |")
     return "\n".join(lines)
 
 
 def run_heldout(args: argparse.Namespace) -> None:
-    """The report-only cells (`cells.HELD_OUT`) at the current defaults; prints, never selects."""
-    args.cells, args.e5, args.e5_fixed, args.max_queries = "", False, False, None
+    """The report-only cells (`cells.HELD_OUT`, or those `--cells` names) at the current defaults; prints,
+    never selects. `--e5` fills each store's quality tier first, so the figures are what `serve` sees."""
+    wanted = heldout_cells(args.cells)
+    args.e5_fixed, args.max_queries = False, None
     with contextlib.ExitStack() as stack:
-        fetched = fetch_cells(stack, args, cells.HELD_OUT)
-        results = {c.name: heldout_metrics(c) for c in fetched}
+        fetched = fetch_cells(stack, args, wanted)
+        results = {c.name: heldout_metrics(c, e5=args.e5) for c in fetched}
         sizes = {c.name: len(c.real.queries) for c in fetched}
     rep = f"; representation {args.representation}" if getattr(args, "representation", None) else ""
-    print(f"\n### held-out cells (report only; slice: {', '.join(cells.MSDOCS_SLICE)}{rep})\n")
+    tier = "e5 tier filled, as `serve` searches" if args.e5 else "no e5 tier, as a short-lived CLI searches"
+    print(f"\n### held-out cells (report only; {tier}{rep})\n")
     print(heldout_table(results, sizes))
     if args.out:
         Path(args.out).write_text(json.dumps({c: {k: dataclasses.asdict(m) for k, m in rows.items()}
@@ -1660,8 +1685,10 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--e5", action="store_true", help="fill the e5 tier of every cell's store and measure it")
     lo.add_argument("--e5-fixed", action="store_true", help="with --e5: the fixed-window baselines too")
     lo.add_argument("--e5-latency", default="", help="with --e5: time e5's query cost on this cell (50 queries)")
-    ho = sub.add_parser("heldout", help="the report-only cells (msdocs) at the current defaults")
+    ho = sub.add_parser("heldout", help="the report-only cells (msdocs, zettlr) at the current defaults")
     ho.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused (as loo's)")
+    ho.add_argument("--cells", default="", help="comma-separated cell name prefixes, e.g. zettlr (all by default)")
+    ho.add_argument("--e5", action="store_true", help="fill the e5 tier of every store first (what `serve` searches)")
     ho.add_argument("--out", default=None, help="also write the figures (JSON) here")
     ho.add_argument("--representation", choices=tuple(REPRESENTATIONS), default=None,
                     help="stores built and queried with this representation (own --work), fusion at the defaults")

@@ -15,6 +15,7 @@ import io
 import json
 import re
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -140,6 +141,24 @@ def test_summary_lines_are_never_wrapped(capsys: pytest.CaptureFixture[str], vau
     assert len(types) > 80 and all(f"kind-number-{i} 1" in types for i in range(12))
     assert [line.split()[0] for line in out.splitlines()] == ["vault", "notes", "failed", "types", "languages",
                                                                 "warnings", "attachments"]
+
+
+def test_summary_counts_warnings_as_lint_does(capsys: pytest.CaptureFixture[str], vault: Path) -> None:
+    """Issue 28: `summary` said 514 warnings where `lint` said 112 (foam-docs): it counted the reader's
+    per-field warnings (six for a note without frontmatter), lint one MN001 per note plus links."""
+    (vault / "bare.md").write_text("# Bare\n\nSee [[nowhere]] and [[a]].\n", encoding="utf-8")
+    (vault / "bom.md").write_bytes("\ufeff---\ntitle: B\nid: b\ntype: note\nstatus: draft\n"
+                                   "created: 2024-01-01\ntags: []\nnote: a: b\n---\nText.\n".encode())
+    code, out, _ = run(capsys, "lint", str(vault), "--format", "json", "--no-cache")
+    warnings = [f for f in json.loads(out) if f["severity"] == "warning"]
+    assert code == 0 and len(warnings) >= 4
+    code, out, _ = run(capsys, "summary", str(vault), "--json")
+    info = json.loads(out)
+    assert code == 0 and info["warnings"] == len(warnings)
+    assert info["warning_codes"] == dict(Counter(f["code"] for f in warnings))
+    code, out, _ = run(capsys, "summary", str(vault))
+    line = next(line for line in out.splitlines() if line.startswith("warnings"))
+    assert line.startswith(f"warnings     {len(warnings)} (as `mindnet lint` counts them: ")
 
 
 def test_lint_json_is_format_json_and_the_counts_read_as_english(

@@ -44,6 +44,9 @@ GOLD = [
     ("concept-missing-fields.md", 1, 1, "MN001"),
     ("concept-off-scheme-tag.md", 7, 1, "MN031"),
     ("concept-repaired.md", 5, 1, "MN006"),
+    ("concept-skipped-link.md", 8, 1, "MN013"),
+    ("concept-skipped-link.md", 12, 44, "MN013"),
+    ("concept-skipped-link.md", 12, 69, "MN013"),
     ("concept-unresolved.md", 8, 1, "MN010"),
     ("concept-unresolved.md", 12, 5, "MN010"),
     ("concept-unresolved.md", 13, 3, "MN010"),
@@ -106,6 +109,20 @@ def test_gold_messages_name_the_problem(vault: Path) -> None:
     assert by_key[("concept-hash-tags.md", 7, "MN032")] == "tags are not normalised; write [topic/lint]"
 
 
+def test_a_link_to_a_skipped_note_names_the_file_not_a_missing_name(vault: Path) -> None:
+    """Issue 28: `[[concept-bad-yaml]]` exists and was only skipped for its YAML; lint says so
+    (the file and the line of its problem), never "no note has this name"."""
+    found = {(f.line, f.col): f for f in run(vault, files=[vault / "concept-skipped-link.md"]).findings}
+    assert {f.code for f in found.values()} == {"MN013"}
+    assert found[(12, 44)].message == (
+        "link [[concept-bad-yaml]] names concept-bad-yaml.md, which the import skips "
+        "(concept-bad-yaml.md:5: malformed YAML frontmatter: did not find expected ',' or ']'); fix that note"
+    )
+    assert found[(8, 1)].message.startswith("link [[concept-bad-yaml]] in 'related' names concept-bad-yaml.md")
+    assert "(concept-dup-two.md:3: duplicate id 'concept-dup'" in found[(12, 69)].message
+    assert not any("no note has this name" in f.message for f in found.values())
+
+
 def test_rule_table_documents_every_code() -> None:
     documented = re.findall(r"^\| (MN\d{3}) \|", lint.__doc__ or "", re.M)
     assert documented == list(lint.RULES)
@@ -130,7 +147,7 @@ def test_strict_makes_missing_fields_errors_and_any_finding_fail(tmp_path: Path)
 
 
 def test_select_and_ignore_take_codes_and_prefixes(vault: Path) -> None:
-    assert {f.code for f in run(vault, select=["MN01"]).findings} == {"MN010", "MN011", "MN012"}
+    assert {f.code for f in run(vault, select=["MN01"]).findings} == {"MN010", "MN011", "MN012", "MN013"}
     assert {f.code for f in run(vault, select=["mn010,MN020"]).findings} == {"MN010", "MN020"}
     assert "MN001" not in {f.code for f in run(vault, ignore=["MN001"]).findings}
     with pytest.raises(ConfigError, match="unknown rule code 'MN999'"):
@@ -164,9 +181,10 @@ def test_unresolved_links_are_the_graphs_unresolved_edges(where: str) -> None:
     edges = build_edges(result.notes, {}, Resolver(result.notes, result.attachments), settings)
     path_of = {n.note_id: n.path for n in result.notes}
     from_graph = {(path_of[e.note_id], raw) for e in edges if e.status == "unresolved" for raw in e.raw_links}
-    report = lint.lint_vault(root, settings, select=["MN010"], use_cache=False)
+    report = lint.lint_vault(root, settings, select=["MN010", "MN013"], use_cache=False)
     from_lint = {
-        (f.path, f.message.removeprefix("unresolved link ").split(": no note")[0].split(" in '")[0])
+        (f.path, re.sub(r"^(?:unresolved )?link ", "", f.message).split(": no note")[0].split(" names ")[0]
+         .split(" in '")[0])
         for f in report.findings
     }
     assert from_lint == from_graph

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,14 +18,18 @@ from hypothesis import given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
+from conftest import corpus
 from fakes import FakeEmbedder
 from mindnet.api import Index
+from mindnet.chunking.base import Chunk
+from mindnet.chunking.pipeline import chunk_note
 from mindnet.config import Settings
 from mindnet.embedding import Embedder, UseEmbedder
 from mindnet.errors import MindnetError
 from mindnet.points import DENSE_VECTOR as DENSE
 from mindnet.search import (
     CandidateLists,
+    Context,
     Hit,
     Searcher,
     SearchFilters,
@@ -44,6 +49,7 @@ from mindnet.search import (
 from mindnet.store import Filter, PointRecord, ScoredPoint, SparseVec, Store, StoreSchema, VectorSpec, lexical_document
 from mindnet.sync import open_store
 from mindnet.titles import NamedNote
+from mindnet.vault import read_note
 
 NOTES = {
     "en/coffee.md": """---
@@ -569,6 +575,64 @@ def test_context_without_fulltext_keeps_hits_separate() -> None:
     a, b = _span("Alpha"), _span("Beta")
     ctx = build_context([_hit(1, "n", *a, 1), _hit(2, "n", *b, 3)], 1000, WordCounter())
     assert len(ctx.citations) == 2
+
+
+def _chunk_hit(chunk: Chunk, rank: int, via: str = "dense") -> Hit:
+    return Hit(rank=rank, score=1.0 / rank, note_id=chunk.note_id, path=chunk.path, title=chunk.note_title,
+               chunk_id=chunk.chunk_id, section_path=chunk.section_path, section_title=chunk.section_title,
+               text=chunk.text, char_start=chunk.char_start, char_end=chunk.char_end, line_start=chunk.line_start,
+               line_end=chunk.line_end, lang=chunk.lang, via=via)
+
+
+HEADER = re.compile(r"^\[(\d+)\] .*$", re.M)
+
+
+def _passages(ctx: Context) -> dict[str, str]:
+    """Header line -> the passage below it."""
+    heads = list(HEADER.finditer(ctx.text))
+    ends = [m.start() for m in heads[1:]] + [len(ctx.text)]
+    return {m.group(0): ctx.text[m.end():end] for m, end in zip(heads, ends, strict=True)}
+
+
+def test_a_passage_names_the_section_it_quotes() -> None:
+    """Issue 28 (foam-docs FAQ, "Does Foam collect any data?"): the hit and the chunk before it
+    (another section, added by expansion) became one passage under the first section's name. A
+    passage ends at its section's end, so each header names the section it quotes, and the hit's
+    section gets the budget first."""
+    rel = "user/frequently-asked-questions.md"
+    note = read_note(corpus("foam-docs/vault") / rel, rel, Settings())
+    chunks = {c.section_title: c for c in chunk_note(note, Settings())}
+    asked = chunks["Does Foam collect any data?"]
+    before = chunks["I want to publish the graph view to GitHub pages or Vercel"]
+    assert before.char_end < asked.char_start and not note.fulltext[before.char_end:asked.char_start].strip()
+    hits = [_chunk_hit(asked, 1), _chunk_hit(before, 2, via="expand")]
+    ctx = build_context(hits, 10_000, WordCounter(), fulltexts={note.note_id: note.fulltext})
+    passages = _passages(ctx)
+    data = next(head for head, text in passages.items() if "Foam collects anonymous usage data" in text)
+    assert data.endswith("› Does Foam collect any data? (lines 26–39)")
+    assert "foam-gatsby" not in passages[data]
+    assert [c.sections for c in ctx.citations] == [(before.section_title,), (asked.section_title,)]
+    fits_one = WordCounter().count(note.fulltext[asked.char_start:asked.char_end]) + 20
+    small = build_context(hits, fits_one, WordCounter(), fulltexts={note.note_id: note.fulltext})
+    assert "No note content, file names, or personal information is ever collected." in small.text
+    assert [c.section_title for c in small.citations] == ["Does Foam collect any data?"]
+
+
+@given(st.lists(st.sampled_from(["", "A", "B"]), min_size=4, max_size=4), st.permutations([1, 2, 3, 4]))
+@hyp_settings(max_examples=80, deadline=None)
+def test_every_passage_quotes_one_section_and_its_header_names_it(sections: list[str], ranks: list[int]) -> None:
+    """Touching hits merge within a section and never across one: as many passages as runs of one
+    section, each header naming its section."""
+    spans = [_span(word) for word in ("Alpha", "Beta", "Gamma", "Delta")]
+    hits = [dataclasses.replace(_hit(rank, "n", *span, 1 + 2 * i), section_title=title,
+                                section_path=f"/{title}" if title else "/")
+            for i, (span, title, rank) in enumerate(zip(spans, sections, ranks, strict=True))]
+    ctx = build_context(hits, 1000, WordCounter(), fulltexts={"n": FULL})
+    runs = [title for i, title in enumerate(sections) if i == 0 or sections[i - 1] != title]
+    assert [c.sections for c in ctx.citations] == [(t,) if t else () for t in runs]
+    for head, cit in zip(_passages(ctx), ctx.citations, strict=True):
+        assert head.endswith(f"› {cit.sections[0]} (lines {cit.line_start}–{cit.line_end})" if cit.sections
+                             else f"n.md (lines {cit.line_start}–{cit.line_end})")
 
 
 def test_searcher_context_reads_fulltext_from_the_store(searcher: Searcher) -> None:

@@ -168,6 +168,30 @@ def test_a_second_serve_on_the_store_says_where_the_first_runs(served: Server) -
     assert "Traceback" not in result.stderr
 
 
+def test_each_log_line_comes_once(tmp_path: Path) -> None:
+    """Issue 28: every uvicorn line was logged twice (one uvicorn server per socket, TCP and Unix,
+    both writing the process's lifecycle). Each startup, access and shutdown line appears once."""
+    vault = write_vault(tmp_path / "logged")
+    server = Server(vault, "--no-e5", "--no-watch")
+    try:
+        wait_for(lambda: server.get("/api/status")[1].get("notes") == 3, "the first import")
+        assert server.get("/api/note?ref=once-over-tcp")[0] == 404
+        via_socket = subprocess.run([*CLI, "graph", "once-over-the-socket", "--vault", str(vault)],
+                                    capture_output=True, text=True, timeout=120)
+        assert via_socket.returncode != 0 and "once-over-the-socket" in via_socket.stderr
+    finally:
+        assert server.stop() == 0
+    lines = server.log.read_text().splitlines()
+
+    def count(text: str) -> int:
+        return sum(text in line for line in lines)
+
+    # One request each to /api/note (TCP) and /api/graph (the CLI, over the Unix socket).
+    for text in ("Started server process", "mindnet serve: http://", "GET /api/note 404", "GET /api/graph 404",
+                 "Shutting down", "Finished server process"):
+        assert count(text) == 1, (text, lines)
+
+
 def test_off_loopback_needs_an_api_key(tmp_path: Path) -> None:
     vault = write_vault(tmp_path / "open")
     env = {k: v for k, v in os.environ.items() if k != "MINDNET_API_KEY"}

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conftest import corpus
 from mindnet.config import Settings
+from mindnet.errors import mib
 from mindnet.vault import read_vault
 
 
@@ -147,8 +151,31 @@ def test_file_over_size_limit(tmp_path: Path) -> None:
     write(tmp_path, "big.md", "x" * 2_000_001)
     result = read_vault(tmp_path, Settings(max_file_bytes=1_000_000))
     assert [p.one_line() for p in result.problems] == [
-        "big.md: error: file is 2.0 MB, over the 1.0 MB limit (max_file_bytes)"
+        "big.md: error: file is 1.91 MiB, over the 0.95 MiB limit (max_file_bytes)"
     ]
+
+
+def test_the_default_size_limit_reads_as_the_readme_states_it(tmp_path: Path) -> None:
+    """Issue 28: the 5 MiB default was reported as a "5.2 MB limit" while the README said 5.0 MB."""
+    limit = Settings().max_file_bytes
+    write(tmp_path, "big.md", "x" * (6 * 2**20))
+    write(tmp_path, "edge.md", "x" * (limit + 1))
+    lines = [p.one_line() for p in read_vault(tmp_path).problems]
+    assert lines == [
+        "big.md: error: file is 6.0 MiB, over the 5.0 MiB limit (max_file_bytes)",
+        "edge.md: error: file is 5,242,881 bytes, over the 5.0 MiB limit of 5,242,880 bytes (max_file_bytes)",
+    ]
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert "over the 5.0 MiB limit (max_file_bytes)" in readme
+    assert "| file size | `max_file_bytes` / `MINDNET_MAX_FILE_BYTES` | 5.0 MiB |" in readme
+    assert not re.search(r"\d MB limit|limited to \d+ MB", readme)
+
+
+@given(st.integers(0, 2**40))
+def test_mib_is_the_size_to_a_hundredth(size: int) -> None:
+    shown = mib(size)
+    assert re.fullmatch(r"\d+\.\d\d? MiB", shown)
+    assert abs(float(shown.removesuffix(" MiB")) - size / 2**20) <= 0.005 + 1e-9
 
 
 def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

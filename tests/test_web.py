@@ -53,6 +53,23 @@ NOTES = {
     "epsilon.md": "---\ntitle: Epsilon\ntype: howto\n---\n# Epsilon\n\nEpsilon lists steps to bake sourdough "
                   "bread: feed the starter, fold the dough, bake it hot.\n",
 }
+HUB_LEAVES = 24
+"""Links of the synthetic hub note (issue 28: its neighbourhood labels overlapped into a blob)."""
+
+
+def _leaf_title(i: int) -> str:
+    return f"A much longer title for leaf {i:02d}" if i % 3 == 0 else f"Leaf {i:02d}"
+
+
+NOTES.update({
+    "hub.md": "---\ntitle: Hub\nlang: en\n---\n# Hub\n\nThe hub lists every leaf of the collection: "
+              + ", ".join(f"[[leaf-{i:02d}]]" for i in range(1, HUB_LEAVES + 1)) + ".\n",
+    **{f"leaf-{i:02d}.md": f"---\ntitle: {_leaf_title(i)}\nlang: en\n---\n# {_leaf_title(i)}\n\nLeaf {i:02d} "
+       f"of the collection holds one catalogue entry{f' and continues in [[far-{i:02d}]]' if i <= 10 else ''}.\n"
+       for i in range(1, HUB_LEAVES + 1)},
+    **{f"far-{i:02d}.md": f"---\ntitle: Far {i:02d}\nlang: en\n---\n# Far {i:02d}\n\nFar {i:02d} is the "
+       "appendix of a catalogue entry.\n" for i in range(1, 11)},
+})
 QUERIES = [
     "reciprocal rank fusion", "chunk overlap", "tomatoes garden", "Leuchttürme Küste", "sourdough bread",
     "ranking lists", "neighbouring chunks", "garden sun", "Schiffe nachts", "starter dough", "dense lexical",
@@ -119,6 +136,15 @@ def test_the_hit_span_marks_only_its_blocks() -> None:
     assert "<p>first paragraph</p>" in out
     assert '<h2 class="hit" id="hit">S</h2>' in out
     assert '<p class="hit">second paragraph</p>' in out
+
+
+def test_the_body_starts_after_an_h1_that_repeats_the_title() -> None:
+    """The view's header shows the title; the body's own `# Title` is not shown again (issue 28)."""
+    assert render_note("#  alpha  \n\ntext\n", [], title="Alpha") == "<p>text</p>\n"
+    assert "<h1>Other</h1>" in render_note("# Other\n\ntext\n", [], title="Alpha")
+    assert "<h1>Alpha</h1>" in render_note("intro\n\n# Alpha\n", [], title="Alpha")
+    assert "<h2>Alpha</h2>" in render_note("## Alpha\n", [], title="Alpha")
+    assert "<h1>Alpha</h1>" in render_note("# Alpha\n", [])
 
 
 @pytest.mark.parametrize("href", ["javascript:alert(1)", " JavaScript:x", "data:text/html,x", "file:///etc/passwd",
@@ -303,6 +329,45 @@ def test_the_layout_holds_at_1280_and_400_pixels(page: Any, server: Server, shot
         else:
             assert links["x"] >= body["x"] + body["width"]  # two columns side by side
         page.screenshot(path=str(shots / f"07-note-{width}.png"), full_page=True)
+
+
+def overlapping(boxes: list[dict[str, float]]) -> list[tuple[int, int]]:
+    return [(i, j) for i, a in enumerate(boxes) for j, b in enumerate(boxes[i + 1:], i + 1)
+            if a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"]]
+
+
+@pytest.mark.parametrize("ref", ["alpha", "hub"])
+def test_the_note_view_shows_its_title_once(page: Any, server: Server, ref: str) -> None:
+    """Issue 28: the header's title and the body's own `# Title` showed the title twice."""
+    page.goto(f"{server.url}/note?ref={ref}")
+    title = page.locator("#note-title").inner_text()
+    lines = [line.strip() for line in page.locator("article.note").inner_text().splitlines()]
+    assert lines.count(title) == 1, lines
+    assert page.locator("article.note h1").count() == 1
+
+
+def test_a_hub_notes_graph_labels_do_not_overlap(page: Any, server: Server, shots: Path) -> None:
+    """Issue 28: around a hub note the neighbourhood labels overlapped into an unreadable blob. No two
+    shown labels overlap; the note's own label shows, many others do, and a hidden one shows on hover."""
+    for width in (1280, 400):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(server.url + "/note?ref=hub")
+        page.wait_for_selector("#graph svg")
+        assert int(page.locator("#graph").get_attribute("data-nodes") or 0) == 1 + HUB_LEAVES + 10
+        labels = page.locator("#graph svg text")
+        shown = [labels.nth(i) for i in range(labels.count()) if labels.nth(i).is_visible()]
+        boxes = [label.bounding_box() for label in shown]
+        texts = [label.text_content() for label in shown]
+        page.screenshot(path=str(shots / f"11-hub-{width}.png"), full_page=True)
+        assert overlapping(boxes) == [], [(texts[i], texts[j]) for i, j in overlapping(boxes)]
+        assert "Hub" in texts and len(shown) >= 8
+        assert str(len(shown)) == page.locator("#graph").get_attribute("data-labels")
+    hidden = page.locator("#graph svg .node:has(text.on-hover)").first
+    assert not hidden.locator("text").is_visible()
+    hidden.locator("circle").hover()
+    assert hidden.locator("text").is_visible()
+    assert hidden.locator("title").text_content()  # the full title as a tooltip
 
 
 @pytest.mark.parametrize("path", [

@@ -33,7 +33,7 @@ _EXPORTS: dict[str, str] = {
     "last_overview": "config",
     "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors", "InputError": "errors",
     "ChunkingError": "errors", "StoreError": "errors", "NotFoundError": "errors", "VaultNotFoundError": "errors",
-    "location": "errors", "printable": "errors",
+    "location": "errors", "printable": "errors", "mib": "errors",
     # the resident server (serve, watch, mcp) and how clients find it
     "preload_models": "preload", "ModelsLoading": "preload",
     "Resident": "service", "ServerAddress": "address", "find_server": "address", "read_address": "address",
@@ -96,6 +96,7 @@ __all__ = [
     "load_beir",
     "load_settings",
     "location",
+    "mib",
     "ndjson",
     "note_from_text",
     "parse_codes",
@@ -143,6 +144,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
         StoreError,
         VaultNotFoundError,
         location,
+        mib,
         printable,
     )
     from .evaluation import evaluate_beir, evaluate_vault, format_table, load_beir

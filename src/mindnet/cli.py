@@ -364,25 +364,34 @@ def watch_(
 
 @app.command()
 def summary(vault: VaultArg, config: ConfigOpt = None, as_json: JsonOpt = False) -> None:
-    """Read a vault without importing it: notes, types, languages, warnings, problems."""
-    from . import Vault
+    """Read a vault without importing it: notes, types, languages, lint's warnings, problems."""
+    from . import Vault, run_lint
 
-    reader = Vault(vault, settings_for(vault, config))
+    settings = settings_for(vault, config)
+    reader = Vault(vault, settings)
     for problem in reader.problems:
         _say(problem.one_line())
     notes = reader.notes
+    # `warnings` is lint's count, by lint itself: a count of the reader's per-field warnings (six per
+    # note without frontmatter) read as a second, larger number for the same thing (issue 28).
+    lint_warnings = Counter(
+        f.code for f in run_lint([vault], None, lambda _: settings, use_cache=False).findings if f.severity == "warning"
+    )
     info = {
         "vault": str(reader.root),
         "notes": len(notes),
         "failed": reader.result.failed,
         "types": dict(Counter(n.type for n in notes).most_common()),
         "languages": dict(Counter(n.lang for n in notes).most_common()),
-        "warnings": sum(len(n.warnings) for n in notes),
+        "warnings": lint_warnings.total(),
+        "warning_codes": dict(lint_warnings.most_common()),
         "attachments": len(reader.result.attachments),
     }
     if as_json:
         _print_json(info)
     else:
+        codes = ", ".join(f"{k} {v}" for k, v in info.pop("warning_codes").items())
+        info["warnings"] = f"{info['warnings']} (as `mindnet lint` counts them{': ' + codes if codes else ''})"
         for key, value in info.items():  # one line each, never wrapped: `grep languages` finds them all
             shown = ", ".join(f"{k} {v}" for k, v in value.items()) if isinstance(value, dict) else value
             sys.stdout.write(f"{key:<12} {shown}\n")

@@ -44,6 +44,17 @@ def location(path: str, line: int | None) -> str:
     return f"{where}:{line}" if line is not None else where
 
 
+def mib(size: int) -> str:
+    """A size in bytes as MiB for a report line: `5.0 MiB`, `0.95 MiB`.
+
+    Why one helper: limits are powers of two (`max_file_bytes` is 5 MiB), and a report that divided
+    by 10**6 called the 5 MiB default a "5.2 MB limit" while the README said 5.0 MB (issue 28).
+    Every size a user reads is in MiB, from here.
+    """
+    shown = f"{size / 2**20:.2f}"
+    return f"{shown[:-1] if shown.endswith('0') else shown} MiB"
+
+
 class MindnetError(Exception):
     """Root of every error mindnet raises on purpose."""
 

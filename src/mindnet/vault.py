@@ -20,7 +20,7 @@ import pathspec
 
 from . import frontmatter as fm
 from .config import Settings
-from .errors import NoteError, VaultNotFoundError, location, printable
+from .errors import NoteError, VaultNotFoundError, location, mib, printable
 from .language import detect_language, language_identifier
 from .text import content_hash, line_of, line_starts, not_utf8_at, slugify, without_fences
 
@@ -524,7 +524,9 @@ def _read_bytes(path: Path, rel: str, limit: int) -> bytes:
 
 
 def _too_big(size: int, limit: int) -> str:
-    return f"file is {size / 1e6:.1f} MB, over the {limit / 1e6:.1f} MB limit (max_file_bytes)"
+    if mib(size) == mib(limit):  # a few bytes over: "5.0 MiB, over the 5.0 MiB limit" would read as no excess
+        return f"file is {size:,} bytes, over the {mib(limit)} limit of {limit:,} bytes (max_file_bytes)"
+    return f"file is {mib(size)}, over the {mib(limit)} limit (max_file_bytes)"
 
 
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")

@@ -21,6 +21,7 @@ Rule codes are stable: a code is never reused for another meaning, new rules get
 | MN010 | warning  |     | unresolved link (body, or a frontmatter link field); an `unresolved` edge (R15) |
 | MN011 | warning  |     | ambiguous link: several notes or files match, the shortest path wins (R15) |
 | MN012 | warning  |     | missing attachment: the link names a file type that is not in the vault |
+| MN013 | warning  |     | link to a note the import skips (MN002-MN004, MN020): names its file and problem line |
 | MN020 | error    |     | duplicate `id`, on every note sharing it; import keeps the first path (R3) |
 | MN030 | warning  |     | id or filename outside `id_scheme`, or its type segment is not the note's `type` |
 | MN031 | warning  |     | tag outside `tag_scheme` (`area/…`, `type/…`, `topic/…`) |

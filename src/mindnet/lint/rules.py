@@ -49,6 +49,7 @@ RULES: dict[str, Rule] = {
         Rule("MN010", "unresolved link", "warning"),
         Rule("MN011", "ambiguous link", "warning"),
         Rule("MN012", "missing attachment", "warning"),
+        Rule("MN013", "link to a skipped note", "warning"),
         Rule("MN020", "duplicate id", "error"),
         Rule("MN030", "id/filename scheme", "warning"),
         Rule("MN031", "tag scheme", "warning"),
@@ -156,6 +157,30 @@ def duplicate_findings(
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class SkippedNotes:
+    """The note files an import skips (malformed YAML, unreadable, empty, duplicate id) and why.
+
+    Why: a link to one of them is unresolved in the graph, yet its target exists; "no note has this
+    name" sent users looking for a typo (issue 28). A link that this resolver finds is MN013 instead,
+    naming the skipped file and the line of its problem.
+    """
+
+    resolver: Resolver
+    """Over stubs of the skipped files (see `lint.runner`); only consulted for unresolved links."""
+    problems: Mapping[str, NoteProblem]
+    """Vault path of each skipped file -> why the import skips it."""
+
+    def judge(self, res: Resolution, shown: str) -> tuple[str, str] | None:
+        """MN013 and its message when `res` (this resolver's answer) found a skipped file, else None."""
+        problem = self.problems.get(res.target_path or "") if res.status == "resolved" else None
+        if problem is None:
+            return None
+        reason = problem.reason.removesuffix("; note skipped")
+        where = f"{problem.path}:{problem.line or 1}"
+        return "MN013", f"link {shown} names {problem.path}, which the import skips ({where}: {reason}); fix that note"
+
+
 def check_note(
     note: Note,
     resolver: Resolver,
@@ -163,6 +188,7 @@ def check_note(
     note_id: str,
     schemes: Sequence[IdScheme] = (),
     lines: Callable[[], Sequence[str]] = tuple,
+    skipped: SkippedNotes | None = None,
 ) -> list[Finding]:
     """Every finding of one readable note.
 
@@ -173,6 +199,7 @@ def check_note(
         note_id: the id the import gives the note (a defaulted id may have been made unique).
         schemes: compiled `id_scheme` (MN030 is off when empty).
         lines: gives the file's lines (no line breaks), read only when a finding sits on a frontmatter key.
+        skipped: the files the import skips; an unresolved link to one is MN013, not MN010.
     """
 
     read: list[Sequence[str]] = []
@@ -189,7 +216,7 @@ def check_note(
     out: list[Finding] = []
     out.extend(_reader_warnings(note))
     out.extend(_missing_fields(note, settings, note_id))
-    out.extend(_link_findings(note, resolver, key_pos))
+    out.extend(_link_findings(note, resolver, key_pos, skipped))
     if schemes:
         out.extend(_scheme_findings(note, schemes, key_pos))
     out.extend(_tag_findings(note, settings, key_pos))
@@ -244,8 +271,10 @@ def _blank(value: Any) -> bool:
     return value is None or value == "" or value == []
 
 
-def _link_findings(note: Note, resolver: Resolver, key_pos: Callable[[str], tuple[int, int]]) -> list[Finding]:
-    """MN010-MN012 for body links and frontmatter link fields, judged by the graph's own resolver (R15)."""
+def _link_findings(
+    note: Note, resolver: Resolver, key_pos: Callable[[str], tuple[int, int]], skipped: SkippedNotes | None
+) -> list[Finding]:
+    """MN010-MN013 for body links and frontmatter link fields, judged by the graph's own resolver (R15)."""
     out: list[Finding] = []
     starts: list[int] | None = None
     for link in extract_links(note.fulltext):
@@ -253,6 +282,9 @@ def _link_findings(note: Note, resolver: Resolver, key_pos: Callable[[str], tupl
             continue
         res = resolver.resolve_link(link, note.path)
         code, message = _judge(res, _shorten(link.raw))
+        if code == "MN010" and skipped is not None:
+            code, message = skipped.judge(skipped.resolver.resolve_link(link, note.path), _shorten(link.raw)) or (
+                code, message)
         if code is None or (code == "MN011" and _relative_path_hit(link, note.path, res)):
             continue
         if starts is None:
@@ -264,7 +296,10 @@ def _link_findings(note: Note, resolver: Resolver, key_pos: Callable[[str], tupl
         out.append(new_finding(note.path, line, col, code, message))
     for field, targets in frontmatter_links(note.frontmatter).items():
         for target in targets:
-            code, message = _judge(resolver.resolve(target, note.path), f"[[{_shorten(target)}]] in {field!r}")
+            shown = f"[[{_shorten(target)}]] in {field!r}"
+            code, message = _judge(resolver.resolve(target, note.path), shown)
+            if code == "MN010" and skipped is not None:
+                code, message = skipped.judge(skipped.resolver.resolve(target, note.path), shown) or (code, message)
             if code is not None:
                 line, col = key_pos(field)
                 out.append(new_finding(note.path, line, col, code, message))

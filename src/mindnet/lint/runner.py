@@ -12,7 +12,7 @@ import functools
 import os
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,11 +26,12 @@ from ..vault import (
     read_note,
 )
 from ..vault_paths import group_paths
-from .cache import refresh_index
+from .cache import IndexEntry, refresh_index
 from .fixes import FixSummary, fix_notes
 from .formats import is_selected, parse_codes
 from .rules import (
     Finding,
+    SkippedNotes,
     check_note,
     compile_id_scheme,
     duplicate_findings,
@@ -106,6 +107,7 @@ def lint_vault(
     stubs = [e.stub() for e in index.entries.values() if e.note_id is not None]
     kept, duplicates = assign_ids(stubs)
     resolver = Resolver(kept, index.attachments)
+    skipped = _skipped_notes(index.entries, duplicates)
     assigned = {n.path: n.note_id for n in kept}
     if wanted is None:
         targets = list(index.entries)
@@ -129,10 +131,24 @@ def lint_vault(
             continue
         assert note is not None
         lines = functools.partial(_header_lines, note_file(root_path / rel))
-        findings.extend(check_note(note, resolver, settings, assigned.get(rel, note.note_id), schemes, lines))
+        findings.extend(
+            check_note(note, resolver, settings, assigned.get(rel, note.note_id), schemes, lines, skipped)
+        )
     chosen = [f for f in findings if is_selected(f.code, select, ignore)]
     chosen.sort(key=lambda f: (f.path, f.line, f.col, f.code, f.message))
     return LintReport(str(root_path), tuple(chosen), len(targets), settings.strict)
+
+
+def _skipped_notes(entries: Mapping[str, IndexEntry], duplicates: Iterable[NoteProblem]) -> SkippedNotes:
+    """The files the import skips, findable by path and file name (their titles and aliases are
+    not the import's: a broken frontmatter has none, a duplicate's id lost)."""
+    problems = {p.path: p for p in duplicates}
+    problems.update((path, p) for path, entry in entries.items() if (p := entry.problem()) is not None)
+    stubs = [
+        dataclasses.replace(entries[path], note_id=path, title="", aliases=(), id_explicit=False).stub()
+        for path in problems
+    ]
+    return SkippedNotes(Resolver(stubs), problems)
 
 
 def _vault_paths(root: Path, files: Iterable[str | Path]) -> tuple[list[str], list[Finding]]:

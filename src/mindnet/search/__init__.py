@@ -5,7 +5,7 @@ hits along the graph and returns `Hit` records with everything a citation needs;
 those lists into one score per chunk (language-aware RRF, the e5 list, pseudo-relevance feedback,
 per-note aggregation) and is pure, so the benchmarks replay it over cached lists; `filters` turns
 `SearchFilters` into the store's `Filter`; `context` fits hits into a token budget with citations;
-`results` fuses several queries' hit lists and cuts snippets.
+`results` holds the `Hit` record, fuses several queries' hit lists and cuts snippets.
 The names are re-exported here, so `from mindnet.search import Searcher` keeps working.
 """
 
@@ -26,8 +26,8 @@ from .fusion import (
     title_match,
 )
 from .fusion import _Cand as _Cand
-from .results import fuse_hits, snippet
-from .searcher import MODES, Hit, Mode, Searcher
+from .results import Hit, fuse_hits, snippet
+from .searcher import MODES, Mode, Searcher
 
 __all__ = [
     "DENSE_VECTOR",

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ..embedding import Embedder
 from ..store import Store
 from ..text import FenceSpan, fence_opener, fence_spans
-
-if TYPE_CHECKING:  # searcher imports this module; Hit is only an annotation here
-    from .searcher import Hit
+from .results import Hit
 
 
 class TokenCounter(Protocol):
@@ -42,7 +40,7 @@ class Citation:
     title: str
     path: str
     section_path: str
-    """Section of the passage's first hit."""
+    """Section of the passage's first hit: a passage ends where its section does (see `build_context`)."""
     section_title: str
     line_start: int
     """1-based file lines the passage covers."""
@@ -54,6 +52,9 @@ class Citation:
     """The hits merged into the passage."""
     truncated: bool = False
     """The passage was cut to fit the budget."""
+    sections: tuple[str, ...] = ()
+    """Titles of every section the passage covers, in order: one, unless chunks of two sections
+    overlap (the header names each)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,17 @@ class _Segment:
     def best_rank(self) -> int:
         return min(h.rank for h in self.hits)
 
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The hits' section titles in text order, each once."""
+        ordered = sorted(self.hits, key=lambda h: h.char_start)
+        return tuple(dict.fromkeys(h.section_title for h in ordered if h.section_title))
+
+    @property
+    def last_section(self) -> str:
+        """Section path where the passage ends so far: a hit of another section starts a new passage."""
+        return max(self.hits, key=lambda h: h.char_end).section_path
+
 
 _MIN_PASSAGE_TOKENS = 24
 """A passage cut shorter than this is not worth its header; skip it instead."""
@@ -96,12 +108,15 @@ def build_context(hits: Sequence[Hit], budget_tokens: int, tokenizer: TokenCount
                   fulltexts: Mapping[str, str] | None = None) -> Context:
     """Merge, order and budget hits into an LLM context with citations (R23).
 
-    Hits of one note whose spans overlap or touch (only whitespace between them) become one
-    passage, cut exactly from the note's `fulltext`, so the model sees each sentence once and in
-    the author's order. Passages are chosen by relevance (the best rank among their hits) until
-    the budget is spent (a passage that does not fit is cut at a line or word boundary, or
-    skipped when too little would be left), then printed grouped by note (most relevant note
-    first) and by position within the note.
+    Hits of one note whose spans overlap, or touch (only whitespace between them) within one
+    section, become one passage, cut exactly from the note's `fulltext`, so the model sees each
+    sentence once and in the author's order. A passage ends at a section boundary, so its header
+    names the section it quotes: a passage that ran on into the next section was labelled with
+    the first one's name (issue 28), and the neighbour chunk of another section that expansion adds
+    competes for the budget on its own rank instead of riding along. Passages are chosen by
+    relevance (the best rank among their hits) until the budget is spent (a passage that does not
+    fit is cut at a line or word boundary, or skipped when too little would be left), then printed
+    grouped by note (most relevant note first) and by position within the note.
 
     Args:
         hits: search results, best first (`rank` decides relevance).
@@ -141,6 +156,7 @@ def build_context(hits: Sequence[Hit], budget_tokens: int, tokenizer: TokenCount
             section_title=first.section_title, line_start=min(h.line_start for h in seg.hits), line_end=line_end,
             char_start=seg.start, char_end=seg.end if not truncated else seg.start + len(text),
             chunk_ids=tuple(h.chunk_id for h in sorted(seg.hits, key=lambda h: h.char_start)), truncated=truncated,
+            sections=seg.sections,
         ))
     out = "\n\n".join(blocks)
     # Counting the parts may differ from counting the whole by a few merged pieces; drop passages
@@ -166,8 +182,9 @@ def _segments(hits: Sequence[Hit], fulltexts: Mapping[str, str]) -> list[_Segmen
             if cur is not None and h.char_end <= cur.end:
                 cur.hits.append(h)  # contained in what is already there
                 continue
-            touches = cur is not None and (
-                h.char_start <= cur.end or (full is not None and not full[cur.end:h.char_start].strip()))
+            touches = cur is not None and (h.char_start < cur.end or (
+                h.section_path == cur.last_section
+                and (h.char_start == cur.end or (full is not None and not full[cur.end:h.char_start].strip()))))
             if cur is not None and touches and full is not None:
                 cur.end = max(cur.end, h.char_end)
                 cur.hits.append(h)
@@ -185,7 +202,7 @@ def _segments(hits: Sequence[Hit], fulltexts: Mapping[str, str]) -> list[_Segmen
 def _header(n: int, seg: _Segment, line_end: int) -> str:
     first = min(seg.hits, key=lambda h: h.char_start)
     line_start = min(h.line_start for h in seg.hits)
-    section = f" › {first.section_title}" if first.section_title else ""
+    section = f" › {'; '.join(seg.sections)}" if seg.sections else ""
     return f"[{n}] {first.title} — {first.path}{section} (lines {line_start}–{line_end})"
 
 

@@ -1,16 +1,50 @@
-"""What is done with finished hits: one ranking from several queries' lists, and snippets.
+"""Finished hits: the `Hit` record, one ranking from several queries' lists, and snippets.
 
-Pure functions over `Hit` records, for the interfaces that answer agents: an MCP `search` may
-carry several wordings of one question, and a result list shows a few words, not a whole chunk.
+`Hit` lives here, not in `searcher`, so that `searcher` (which makes hits) and `context` (which
+fits them into a budget) both import it without importing each other (issue 28). The functions
+are pure, for the interfaces that answer agents: an MCP `search` may carry several wordings of
+one question, and a result list shows a few words, not a whole chunk.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from .searcher import Hit
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One search result: a chunk (or, with `by_note`, the best chunk of a note) and its citation data."""
+
+    rank: int
+    """1-based position in the result list."""
+    score: float
+    """Cosine (dense), BM25 (lexical) or RRF score (hybrid); expanded hits get a decayed score of the
+    hit that led to them. Comparable only within one result list."""
+    note_id: str
+    path: str
+    """Vault-relative path of the note."""
+    title: str
+    """Note title."""
+    chunk_id: str
+    section_path: str
+    """`/H2/H3`, `/` before the first H2 (R7)."""
+    section_title: str
+    text: str
+    """Chunk text (normalised, R5)."""
+    char_start: int
+    """Span in the note's `fulltext` (R11): what a citation quotes."""
+    char_end: int
+    line_start: int
+    """1-based file lines of the span."""
+    line_end: int
+    lang: str
+    via: str
+    """How it was found: the lists that held it joined by `+` in the order `dense`, `e5`, `lexical`,
+    `feedback`, `title` (e.g. `dense+lexical`, `dense+e5+lexical+feedback+title`), or `expand` (graph
+    expansion)."""
+
 
 
 def fuse_hits(lists: Sequence[Sequence[Hit]], k: int, *, by_note: bool = False, rrf_k: int = 60) -> list[Hit]:

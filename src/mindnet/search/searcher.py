@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 from ..config import Settings
@@ -44,49 +43,12 @@ from .fusion import (
     query_languages,
     uses_titles,
 )
+from .results import Hit
 
 Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
 _Later: TypeAlias = Callable[[], list[ScoredPoint]]
 """A list still being fetched (or fetched on demand): calling it waits for it."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Records
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One search result: a chunk (or, with `by_note`, the best chunk of a note) and its citation data."""
-
-    rank: int
-    """1-based position in the result list."""
-    score: float
-    """Cosine (dense), BM25 (lexical) or RRF score (hybrid); expanded hits get a decayed score of the
-    hit that led to them. Comparable only within one result list."""
-    note_id: str
-    path: str
-    """Vault-relative path of the note."""
-    title: str
-    """Note title."""
-    chunk_id: str
-    section_path: str
-    """`/H2/H3`, `/` before the first H2 (R7)."""
-    section_title: str
-    text: str
-    """Chunk text (normalised, R5)."""
-    char_start: int
-    """Span in the note's `fulltext` (R11): what a citation quotes."""
-    char_end: int
-    line_start: int
-    """1-based file lines of the span."""
-    line_end: int
-    lang: str
-    via: str
-    """How it was found: the lists that held it joined by `+` in the order `dense`, `e5`, `lexical`,
-    `feedback`, `title` (e.g. `dense+lexical`, `dense+e5+lexical+feedback+title`), or `expand` (graph
-    expansion)."""
 
 
 # ---------------------------------------------------------------------------------------------

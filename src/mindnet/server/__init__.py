@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import ipaddress
 import logging
 import os
@@ -156,15 +157,44 @@ def _published(folder: Path, address: ServerAddress, resident: Resident, ready: 
 async def _serve_all(servers: list[tuple[Any, socket.socket]], on_ready: Any,
                      running: Callable[[], contextlib.AbstractAsyncContextManager[None]]) -> None:
     """Every socket's server inside `running` (the MCP endpoint's session manager)."""
-    async with running():
-        tasks = [asyncio.create_task(server.serve(sockets=[sock])) for server, sock in servers]
-        while not all(server.started for server, _ in servers):
-            if any(t.done() for t in tasks):
-                break
-            await asyncio.sleep(0.01)
-        else:
-            on_ready()
-        await asyncio.gather(*tasks)
+    once = _OncePerProcess()
+    logging.getLogger("uvicorn.error").addFilter(once)
+    try:
+        async with running():
+            tasks = [asyncio.create_task(server.serve(sockets=[sock]), context=_socket_context(i > 0))
+                     for i, (server, sock) in enumerate(servers)]
+            while not all(server.started for server, _ in servers):
+                if any(t.done() for t in tasks):
+                    break
+                await asyncio.sleep(0.01)
+            else:
+                on_ready()
+            await asyncio.gather(*tasks)
+    finally:
+        logging.getLogger("uvicorn.error").removeFilter(once)
+
+
+_ANOTHER_SOCKET: contextvars.ContextVar[bool] = contextvars.ContextVar("mindnet_another_socket", default=False)
+"""True inside the uvicorn server of every socket but the first (see `_OncePerProcess`)."""
+
+
+def _socket_context(another: bool) -> contextvars.Context:
+    context = contextvars.copy_context()
+    context.run(_ANOTHER_SOCKET.set, another)
+    return context
+
+
+class _OncePerProcess(logging.Filter):
+    """uvicorn's lifecycle lines ("Started server process", "Shutting down", "Finished server
+    process") once per process, not once per socket.
+
+    Why: serve runs one uvicorn server per socket (TCP for the page, the Unix socket for the CLI,
+    each behind its own guard), and each logged the same lines to the one `uvicorn.error` logger,
+    so every line came twice (issue 28). The other sockets' warnings and errors still pass.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.INFO or not _ANOTHER_SOCKET.get()
 
 
 def deadline_protocol(seconds: float = REQUEST_SECONDS) -> type[Any]:

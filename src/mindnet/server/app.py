@@ -33,6 +33,7 @@ from .. import (
     SearchFilters,
     StoreError,
     __version__,
+    mib,
     printable,
 )
 from ..web import web_routes
@@ -256,7 +257,7 @@ class Guard:
             return 403, f"cross-origin request from {printable(foreign)} refused"
         size = headers.get("content-length")
         if size is not None and (not size.isdigit() or int(size) > MAX_BODY_BYTES):
-            return 413, f"request body over {MAX_BODY_BYTES} bytes"
+            return 413, f"request body over {mib(MAX_BODY_BYTES)}"
         if keyed and not authorised and scope["path"] != "/api/health":
             return 401, "missing or wrong API key (send Authorization: Bearer $MINDNET_API_KEY)"
         return None
@@ -305,7 +306,7 @@ async def _buffered(receive: Receive, limit: int) -> tuple[Receive, tuple[int, s
         parts.append(bytes(message.get("body", b"")))
         seen += len(parts[-1])
         if seen > limit:
-            return receive, (413, f"request body over {limit} bytes")
+            return receive, (413, f"request body over {mib(limit)}")
         if not message.get("more_body", False):
             return _replayed({"type": "http.request", "body": b"".join(parts), "more_body": False}, receive), None
 

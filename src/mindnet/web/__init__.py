@@ -73,7 +73,8 @@ def web_routes(resident: Resident) -> APIRouter:
         if hit_chunk is not None:
             span = (int(hit_chunk["line_start"]) - body_line, int(hit_chunk["line_end"]) - body_line + 1)
         return page("note.html", note=found["note"], note_id=note_id, q=q, chunk=hit_chunk,
-                    body=render_note(found["fulltext"], links, span), backlinks=backlinks, outgoing=outgoing)
+                    body=render_note(found["fulltext"], links, span, str(found["note"].get("title", ""))),
+                    backlinks=backlinks, outgoing=outgoing)
 
     @router.get("/static/{name}")
     def static(name: str) -> Response:

@@ -133,13 +133,18 @@ def _markdown() -> MarkdownIt:
 MD = _markdown()
 
 
-def render_note(fulltext: str, links: Iterable[dict[str, Any]], hit: tuple[int, int] | None = None) -> str:
+def render_note(fulltext: str, links: Iterable[dict[str, Any]], hit: tuple[int, int] | None = None,
+                title: str | None = None) -> str:
     """The note body as HTML; blocks on body lines `hit` (0-based, end exclusive) get class `hit`.
 
-    The first highlighted block gets `id="hit"`, so the view can scroll to it.
+    The first highlighted block gets `id="hit"`, so the view can scroll to it. A body that opens
+    with an H1 reading `title` starts after it: the view's header shows the title already, and the
+    note showed it twice (issue 28). A different H1, or one further down, stays.
     """
     env: dict[str, Any] = {"links": LinkTable(links)}
     tokens = MD.parse(fulltext, env)
+    if title is not None and _opens_with_title(tokens, title):
+        tokens = tokens[3:]  # heading_open, inline, heading_close
     first = True
     for token in tokens:
         if hit is None or token.type not in HIGHLIGHTED or not token.map or token.hidden:
@@ -151,3 +156,10 @@ def render_note(fulltext: str, links: Iterable[dict[str, Any]], hit: tuple[int, 
                 token.attrSet("id", "hit")
                 first = False
     return MD.renderer.render(tokens, MD.options, env)
+
+
+def _opens_with_title(tokens: Sequence[Token], title: str) -> bool:
+    """Whether the first block is an H1 whose text is `title` (whitespace and case aside)."""
+    if len(tokens) < 3 or tokens[0].type != "heading_open" or tokens[0].tag != "h1":
+        return False
+    return " ".join(tokens[1].content.split()).casefold() == " ".join(title.split()).casefold()

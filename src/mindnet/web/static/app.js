@@ -275,16 +275,88 @@ function layout(rows, center) {
   return nodes;
 }
 
-function drawGraph(box, rows, center, title, query) {
+const LABEL_CHARS = 22;
+const LABEL_PX = 11; // on screen, whatever the picture's scale
+const FRAME_X = 64; // room for labels beside the outermost notes, in picture units
+const FRAME_Y = 26;
+const LABEL_GAP = 3;
+const LABEL_HALO = 3.5; // the white outline (style.css: stroke-width 3px); the browser counts all of it on each side
+const SIDES = [[0, -1], [1, 0], [-1, 0], [0, 1]]; // above, right, left, below
+
+function box(x, y, width, height) { return { x, y, width, height }; }
+
+// A long title cut in the middle, on spaces where it can: titles of one series share their start
+// ("Meeting notes 2024-01-03"), so the end is what tells two labels apart.
+function shortLabel(name) {
+  if (name.length <= LABEL_CHARS) return name;
+  let head = name.slice(0, 13);
+  let tail = name.slice(-8);
+  const space = head.lastIndexOf(" ");
+  if (space > 6) head = head.slice(0, space);
+  const cut = tail.indexOf(" ");
+  if (cut >= 0 && cut < tail.length - 2) tail = tail.slice(cut + 1);
+  return `${head.trimEnd()}…${tail.trimStart()}`;
+}
+
+function overlaps(a, b) {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+}
+
+function within(inner, outer) {
+  return inner.x >= outer.x && inner.y >= outer.y && inner.x + inner.width <= outer.x + outer.width
+    && inner.y + inner.height <= outer.y + outer.height;
+}
+
+function radius(node) { return node.depth === 0 ? 9 : 6; }
+
+function dot(node) { return box(node.x - radius(node), node.y - radius(node), 2 * radius(node), 2 * radius(node)); }
+
+// Where a label of size (w, h) sits on one side of its node: its box in the picture's units.
+function labelBox(node, side, w, h) {
+  const r = radius(node) + LABEL_GAP;
+  const [dx, dy] = side;
+  const x = dx === 0 ? node.x - w / 2 : dx > 0 ? node.x + r : node.x - r - w;
+  const y = dy === 0 ? node.y - h / 2 : dy > 0 ? node.y + r : node.y - r - h;
+  return box(x, y, w, h);
+}
+
+// The note itself first, then its links by how many shown notes they lead on to, then the second hop.
+function byImportance(nodes, rows) {
+  const degree = new Map();
+  for (const row of rows) degree.set(row.via, (degree.get(row.via) || 0) + 1);
+  return [...nodes.values()].map((node, order) => ({ node, order }))
+    .sort((a, b) => a.node.depth - b.node.depth || (degree.get(b.node.id) || 0) - (degree.get(a.node.id) || 0)
+      || a.order - b.order)
+    .map((item) => item.node);
+}
+
+// Labels around a hub note overlapped into one unreadable blob (issue 28). Each label takes the first
+// free side of its node (outward first), most important notes first; a label with no free side is
+// hidden and shows on hover or focus, and every node keeps its full title as a tooltip.
+function placeLabels(nodes, rows, measured, frame) {
+  const taken = [...nodes.values()].map((n) => ({ ...dot(n), owner: n.id }));
+  const placed = new Map();
+  for (const node of byImportance(nodes, rows)) {
+    const { width, height } = measured.get(node.id);
+    const out = node.depth === 0 ? [0, -1] : [Math.cos(node.angle), Math.sin(node.angle)];
+    const sides = [...SIDES].sort((a, b) => (b[0] * out[0] + b[1] * out[1]) - (a[0] * out[0] + a[1] * out[1]));
+    const boxes = sides.map((side) => labelBox(node, side, width, height));
+    const free = boxes.find((candidate) => within(inked(candidate), frame)
+      && !taken.some((other) => other.owner !== node.id && overlaps(inked(candidate), other)));
+    placed.set(node.id, { box: free || boxes[0], shown: Boolean(free) });
+    if (free) taken.push(inked(free));
+  }
+  return placed;
+}
+
+// A label's box with its outline: what must not touch another label or a node.
+function inked(b) { return box(b.x - LABEL_HALO, b.y - LABEL_HALO, b.width + 2 * LABEL_HALO, b.height + 2 * LABEL_HALO); }
+
+function drawGraph(container, rows, center, title, query) {
   const nodes = layout(rows, center);
-  const xs = [...nodes.values()].map((n) => n.x);
-  const ys = [...nodes.values()].map((n) => n.y);
-  const left = Math.min(...xs) - 70;
-  const top = Math.min(...ys) - 30;
-  const width = Math.max(...xs) + 70 - left;
-  const height = Math.max(...ys) + 20 - top;
-  const picture = svg("svg", { viewBox: `${left} ${top} ${width} ${height}`, class: "graph-svg" });
+  const picture = svg("svg", { class: "graph-svg" });
   picture.append(svg("title", {}, `Neighbourhood of ${title}`));
+  container.replaceChildren(picture); // in the document, so its labels can be measured
   for (const row of rows) {
     const from = nodes.get(row.via || center);
     const to = nodes.get(row.note_id);
@@ -292,14 +364,17 @@ function drawGraph(box, rows, center, title, query) {
     picture.append(svg("line", { x1: from.x, y1: from.y, x2: to.x, y2: to.y,
       class: `edge ${row.direction} ${row.status}` }));
   }
+  const labels = new Map();
   for (const node of nodes.values()) {
     const row = node.row;
     const resolved = node.depth === 0 || row.status === "resolved";
+    const name = node.depth === 0 ? title : row.title;
     const group = svg("g", { class: `node depth-${node.depth} ${resolved ? "resolved" : "unresolved"}` });
-    group.append(svg("circle", { cx: node.x, cy: node.y, r: node.depth === 0 ? 9 : 6 }));
-    const label = node.depth === 0 ? title : row.title;
-    group.append(svg("text", { x: node.x, y: node.y - 11, "text-anchor": "middle" },
-      label.length > 22 ? `${label.slice(0, 21)}…` : label));
+    group.append(svg("title", {}, name));
+    group.append(svg("circle", { cx: node.x, cy: node.y, r: radius(node) }));
+    const label = svg("text", { x: 0, y: 0, class: "label" }, shortLabel(name));
+    group.append(label);
+    labels.set(node.id, label);
     if (node.depth > 0 && resolved) {
       const params = new URLSearchParams({ ref: node.id });
       if (query) params.set("q", query);
@@ -310,8 +385,47 @@ function drawGraph(box, rows, center, title, query) {
       picture.append(group);
     }
   }
-  box.replaceChildren(picture);
-  box.dataset.nodes = String(nodes.size);
+  // The frame is the notes' extent and a margin for labels, fixed before any label is placed: labels
+  // that widened it shrank the whole picture, text included. Labels are sized to read as the
+  // page's small print at the picture's scale, and a label that leaves the frame is not shown.
+  const dots = [...nodes.values()].map(dot);
+  const left = Math.min(...dots.map((b) => b.x)) - FRAME_X;
+  const top = Math.min(...dots.map((b) => b.y)) - FRAME_Y;
+  const right = Math.max(...dots.map((b) => b.x + b.width)) + FRAME_X;
+  const bottom = Math.max(...dots.map((b) => b.y + b.height)) + FRAME_Y;
+  picture.setAttribute("viewBox", `${left} ${top} ${right - left} ${bottom - top}`);
+  const scale = pictureScale(picture);
+  const size = scale > 0 && Number.isFinite(scale) ? LABEL_PX / scale : LABEL_PX;
+  const shown = arrangeLabels(picture, nodes, rows, labels, size, box(left, top, right - left, bottom - top));
+  container.dataset.nodes = String(nodes.size);
+  container.dataset.labels = String(shown);
+}
+
+// Measure and place every label at `size` (picture units) inside `frame`; the number shown.
+function arrangeLabels(picture, nodes, rows, labels, size, frame) {
+  picture.style.fontSize = `${size}px`;
+  const measured = new Map();
+  const ascents = new Map();
+  for (const [id, label] of labels) {
+    const bbox = label.getBBox();
+    measured.set(id, { width: bbox.width, height: bbox.height });
+    ascents.set(id, bbox.y - Number(label.getAttribute("y")));
+  }
+  const placed = placeLabels(nodes, rows, measured, frame);
+  for (const [id, { box: where, shown }] of placed) {
+    const label = labels.get(id);
+    label.setAttribute("x", String(where.x));
+    label.setAttribute("y", String(where.y - ascents.get(id)));
+    if (!shown) label.classList.add("on-hover");
+  }
+  return [...placed.values()].filter((p) => p.shown).length;
+}
+
+// Screen pixels per picture unit (the svg keeps its aspect ratio inside its width and max-height).
+function pictureScale(picture) {
+  const view = picture.viewBox.baseVal;
+  const shown = picture.getBoundingClientRect();
+  return Math.min(shown.width / view.width, shown.height / view.height);
 }
 
 async function loadGraph(box) {
