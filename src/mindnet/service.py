@@ -193,7 +193,7 @@ class Resident:
         in the state and the log, and the server is ready anyway (searches then load lazily).
         `on_ready` is called once ready, before the writer's models load.
         """
-        from . import preload_models
+        from .preload import preload_models
 
         try:
             self._loading = preload_models(self.settings, vault=self.root)  # models' files, beside what follows
