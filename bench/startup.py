@@ -64,10 +64,11 @@ def child_env(work: Path) -> dict[str, str]:
     return env
 
 
-def timed(cmd: list[str], env: dict[str, str], *, check: bool = True) -> float:
-    """Wall seconds of one process from spawn to exit."""
+def timed(cmd: list[str], env: dict[str, str], *, check: bool = True, out: Path | None = None) -> float:
+    """Wall seconds of one process from spawn to exit (its stdout to `out`, or nowhere)."""
     started = time.perf_counter()
-    done = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    with open(out or os.devnull, "w", encoding="utf-8") as sink:
+        done = subprocess.run(cmd, env=env, stdout=sink, stderr=subprocess.PIPE, text=True)
     seconds = time.perf_counter() - started
     if check and done.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr.strip()}")
@@ -306,12 +307,16 @@ def main() -> None:
         shutil.copytree(CORPORA / "rustbook-de" / "src", german)
         texts = work / "german-texts.json"
         chunks = chunk_texts(german, texts)
-        imports, encoders = [], []
+        imports, encoders, overlap = [], [], []
         for _ in range(max(1, args.runs // 2)):
             shutil.rmtree(german / ".mindnet", ignore_errors=True)  # store, embedding and notes caches
             encoders.append(timed([PYTHON, __file__, "--encode", str(texts)], env))
-            imports.append(timed([MINDNET, "import", str(german), "--no-quality-tier"], env))
-        rows.append((f"cold import ({chunks} chunks, rustbook-de)", "mindnet import G, empty store and caches",
+            summary = german / "summary.json"
+            imports.append(timed([MINDNET, "import", str(german), "--no-quality-tier", "--json"], env, out=summary))
+            result = json.loads(summary.read_text(encoding="utf-8"))
+            overlap.append(f"{result['encoder_ahead']}/{result['encoder_threads']}")
+        rows.append((f"cold import ({chunks} chunks, rustbook-de)",
+                     f"mindnet import G, empty store and caches (batches ahead/threads: {', '.join(overlap)})",
                      statistics.median(imports), "encoder alone, same texts", statistics.median(encoders)))
     print(report(rows, args.runs))
 
