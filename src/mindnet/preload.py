@@ -27,13 +27,14 @@ PRELOAD_THREAD = "mindnet-preload"
 class ModelsLoading:
     """The models of one query loading on a daemon thread; `wait` for them before using them."""
 
-    def __init__(self, settings: Settings, query: str | None, tokenizer: bool, vault: Path | None) -> None:
+    def __init__(self, settings: Settings, query: str | None, tokenizer: bool, vault: Path | None,
+                 e5: bool = True) -> None:
         self.settings = settings
         self._query = query
         self._tokenizer = tokenizer
         self._vault = vault
         self._threads = [threading.Thread(target=self._load, name=PRELOAD_THREAD, daemon=True)]
-        if vault is not None and not settings.qdrant_url:
+        if e5 and vault is not None and not settings.qdrant_url:
             self._threads.append(threading.Thread(target=self._load_e5, name=f"{PRELOAD_THREAD}-e5", daemon=True))
         for thread in self._threads:
             thread.start()
@@ -96,16 +97,18 @@ class ModelsLoading:
 
 
 def preload_models(settings: Settings, query: str | None = None, *, tokenizer: bool = False,
-                   vault: Path | None = None) -> ModelsLoading:
+                   vault: Path | None = None, e5: bool = True) -> ModelsLoading:
     """Start loading what a search for `query` with `settings` needs (see the module docstring).
 
     Args:
         query: the query, when known (a one-off search): sentencepiece then loads only if it is not
             plain; without one (a resident's future queries) the piece table loads and sentencepiece not.
-        tokenizer: load sentencepiece even for a plain query (a context counts tokens with it).
+        tokenizer: load sentencepiece even for a plain query (a context counts tokens with it, an
+            import chunks with it).
         vault: the vault searched: its store says whether the e5 model is needed too.
+        e5: False for a caller that never needs the e5 model (an import without the tier).
     """
-    return ModelsLoading(settings, query, tokenizer, vault)
+    return ModelsLoading(settings, query, tokenizer, vault, e5)
 
 
 def _holds_e5(vault: Path, settings: Settings) -> bool:
