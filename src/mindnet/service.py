@@ -144,6 +144,9 @@ class Resident:
         self._warmed = threading.Event()
         """Set when the whole warm-up is over, the writer's models included (`stop` waits for it)."""
         self._warmed.set()
+        self._writes_allowed = threading.Event()
+        """Cleared while a warm-up of an existing store runs: the writer starts after it."""
+        self._writes_allowed.set()
         self._problems: frozenset[str] = frozenset()
         """The previous import's problem lines: each is logged when it first appears, not on every save."""
 
@@ -166,6 +169,7 @@ class Resident:
         repairs the store as after a kill.
         """
         self._stop.set()
+        self._writes_allowed.set()
         with self._wake:
             self._wake.notify_all()
         for thread in self._threads:
@@ -185,6 +189,7 @@ class Resident:
         self.state.ready = False
         self._warm.clear()
         self._warmed.clear()
+        self._writes_allowed.clear()
 
     def warm_up(self, on_ready: Callable[[], None] | None = None) -> None:
         """Load all that a first search needs, then say ready (issue 26), then warm the writer's models.
@@ -198,6 +203,7 @@ class Resident:
         try:
             self._loading = preload_models(self.settings, vault=self.root)  # models' files, beside what follows
             if not self.index.has_store() and self._first is not None:
+                self._writes_allowed.set()  # the first import makes the store the warm-up needs
                 self._first.exception()  # waits; an import error is the import's to report
             if not self._stop.is_set():
                 self.index.warm_up()
@@ -207,6 +213,7 @@ class Resident:
         finally:
             self.state.ready = True
             self._warm.set()
+            self._writes_allowed.set()
         try:
             if on_ready is not None:
                 on_ready()
@@ -252,6 +259,11 @@ class Resident:
     # -- the writer --------------------------------------------------------------------------------
 
     def _work(self) -> None:
+        # A warm-up of a vault that has its store goes first: its search and the writer's first import
+        # would only slow each other, and the import finds what changed just as well a moment later.
+        while not self._writes_allowed.wait(0.5):
+            if self._stop.is_set():
+                return
         while not self._stop.is_set():
             if self._next_import():
                 continue
