@@ -51,7 +51,8 @@ from typing import Any
 from _common import CORPORA
 
 PYTHON = sys.executable
-MINDNET = str(Path(sys.executable).with_name("mindnet"))
+MINDNET = [str(Path(sys.executable).with_name("mindnet"))]
+"""The command that runs mindnet (`--mindnet` replaces it, e.g. to time another checkout's entry point)."""
 QUERIES = ("how do I link notes", "Wie exportiere ich nach PDF?", "daily notes template", "Zitate mit Zotero",
            "graph view of my notes")
 FIGURES = ("cold", "noop", "serve", "mcp", "fill", "import")
@@ -108,7 +109,7 @@ class Serve:
         self.vault = vault
         self.log = (vault.parent / f"serve-{time.monotonic_ns()}.log").open("w")
         self.spawned = time.perf_counter()
-        self.proc = subprocess.Popen([MINDNET, "serve", str(vault), "--port", "0", *args], env=env,
+        self.proc = subprocess.Popen([*MINDNET, "serve", str(vault), "--port", "0", *args], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         self.url = self._address()
         self.ready_after = self._ready()
@@ -182,7 +183,7 @@ async def mcp_session(vault: Path, env: dict[str, str]) -> tuple[float, float, f
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=MINDNET, args=["mcp", str(vault), "--no-e5"], env=env)
+    params = StdioServerParameters(command=MINDNET[0], args=[*MINDNET[1:], "mcp", str(vault), "--no-e5"], env=env)
     started = time.perf_counter()
     with open(os.devnull, "w") as quiet:
         async with stdio_client(params, errlog=quiet) as (read, write), ClientSession(read, write) as session:
@@ -203,7 +204,10 @@ def encoder_alone(texts_file: Path) -> None:
 
     settings = load_settings()
     texts = json.loads(texts_file.read_text(encoding="utf-8"))
-    model = make_embedder(settings.model, settings.threads, settings.cache_dir)
+    try:
+        model = make_embedder(settings.model, settings.threads, settings.cache_dir)
+    except TypeError:  # a checkout from before the cache folder reached the models
+        model = make_embedder(settings.model, settings.threads)
     model.prepare()
     first = 64  # the import's first batch, then 256 (sync._FIRST_BATCH, _WRITE_BATCH)
     model.embed_passages(texts[:first])
@@ -232,8 +236,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs of each process figure (medians)")
     parser.add_argument("--edits", type=int, default=20, help="saves timed during the e5 fill")
     parser.add_argument("--only", default=",".join(FIGURES), help=f"comma list of {','.join(FIGURES)}")
+    parser.add_argument("--mindnet", help="the command that runs mindnet (default: this venv's console script); "
+                        "with PYTHONPATH=OLD/src and \"python -c 'from mindnet.cli import main; main()'\" it times "
+                        "another checkout")
     parser.add_argument("--encode", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.mindnet:
+        import shlex
+
+        MINDNET[:] = shlex.split(args.mindnet)
     if args.encode is not None:
         encoder_alone(args.encode)
         return
@@ -245,11 +256,11 @@ def main() -> None:
     rows: list[Row] = []
     say = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
     say(f"vault {vault}: {sum(1 for _ in vault.rglob('*.md'))} notes; load {os.getloadavg()[0]:.1f}")
-    timed([MINDNET, "import", str(vault), "--no-quality-tier"], env)  # builds the USE graph into the cache
-    timed([MINDNET, "search", QUERIES[0], "--vault", str(vault)], env)  # writes mindnet's bytecode cache
+    timed([*MINDNET, "import", str(vault), "--no-quality-tier"], env)  # builds the USE graph into the cache
+    timed([*MINDNET, "search", QUERIES[0], "--vault", str(vault)], env)  # writes mindnet's bytecode cache
 
     def cold(i: int) -> float:
-        return timed([MINDNET, "search", QUERIES[i % len(QUERIES)], "--vault", str(vault)], env)
+        return timed([*MINDNET, "search", QUERIES[i % len(QUERIES)], "--vault", str(vault)], env)
 
     if "cold" in only:
         value, floor = paired(cold, lambda: floor_numpy(env), args.runs)
@@ -257,8 +268,9 @@ def main() -> None:
                      floor))
     if "fill" in only:
         # The e5 graph is built once per machine (seconds); this figure is about every later fill.
-        timed([PYTHON, "-c", "from mindnet import load_settings; from mindnet.embedding import make_embedder; "
-               "make_embedder('e5', 0, load_settings().cache_dir).prepare()"], env)
+        timed([PYTHON, "-c", "from mindnet import load_settings; from mindnet.embedding import make_embedder\n"
+               "try:\n    make_embedder('e5', 0, load_settings().cache_dir).prepare()\n"
+               "except TypeError:\n    pass  # a checkout without the cache folder: every process builds it"], env)
         server = Serve(vault, env)  # fills the e5 tier in the background from the first moment
         try:
             during, filling = save_to_searchable(server, vault, args.edits, "f", during_fill=True)
@@ -268,13 +280,13 @@ def main() -> None:
         rows.append(("save -> searchable p50, e5 filling", f"{filling} of {len(during)} saves during the fill",
                      statistics.median(during), "", float("nan")))
         rows.append(("save -> searchable p95, e5 filling", "", p95(during), "", float("nan")))
-    timed([MINDNET, "embed", "--vault", str(vault)], env)  # the tier complete (and its graph cached)
+    timed([*MINDNET, "embed", "--vault", str(vault)], env)  # the tier complete (and its graph cached)
     if "cold" in only:
         value, floor = paired(cold, lambda: floor_numpy(env), args.runs)
         rows.append(("cold search, e5 filled", "mindnet search Q --vault V", value, "import numpy, onnxruntime",
                      floor))
     if "noop" in only:
-        value, floor = paired(lambda i: timed([MINDNET, "import", str(vault)], env), lambda: floor_numpy(env),
+        value, floor = paired(lambda i: timed([*MINDNET, "import", str(vault)], env), lambda: floor_numpy(env),
                               args.runs)
         rows.append(("no-op re-import", "mindnet import V", value, "import numpy, onnxruntime", floor))
     if "serve" in only or "fill" in only:
@@ -312,7 +324,7 @@ def main() -> None:
             shutil.rmtree(german / ".mindnet", ignore_errors=True)  # store, embedding and notes caches
             encoders.append(timed([PYTHON, __file__, "--encode", str(texts)], env))
             summary = german / "summary.json"
-            imports.append(timed([MINDNET, "import", str(german), "--no-quality-tier", "--json"], env, out=summary))
+            imports.append(timed([*MINDNET, "import", str(german), "--no-quality-tier", "--json"], env, out=summary))
             result = json.loads(summary.read_text(encoding="utf-8"))
             overlap.append(f"{result['encoder_ahead']}/{result['encoder_threads']}")
         rows.append((f"cold import ({chunks} chunks, rustbook-de)",
