@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from mindnet import cli
+from mindnet import launch
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """`mindnet ARGS` in this process: (exit code, stdout, stderr)."""
+    """`mindnet ARGS` in this process, through the console script's entry point: (exit code, stdout, stderr)."""
     with pytest.raises(SystemExit) as done:
-        cli.main(list(args))
+        launch.main(list(args))
     captured = capsys.readouterr()
     return int(done.value.code or 0), captured.out, captured.err
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mindnet import Note, Vault, cli, cli_core
+from mindnet import Note, Vault, cli, cli_core, launch
 from mindnet.reading import TASK_NOTES, note_ranges
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
@@ -81,7 +81,7 @@ def command_lines(draw: st.DrawFn, root: Path) -> list[str]:
 def test_the_fast_path_answers_every_command_line_as_typer_does(vault: Path, data: st.DataObject) -> None:
     args = data.draw(command_lines(vault))
     stdin = "---\ncreated: 2025-01-01\n---\n# T\n\n## A\n\nEins. Zwei.\n"  # not now: both runs print the same
-    assert _run(cli_core.chunk_main, args, stdin) == _run(cli.typer_chunk_main, args, stdin)
+    assert _run(launch.chunk_main, args, stdin) == _run(cli.typer_chunk_main, args, stdin)
 
 
 @pytest.mark.parametrize(
@@ -100,7 +100,7 @@ def test_the_fast_path_answers_every_command_line_as_typer_does(vault: Path, dat
     ],
 )
 def test_plain_command_lines_skip_typer_and_the_rest_do_not(args: list[str], plain: bool) -> None:
-    assert (cli_core._fast_args(args) is not None) is plain
+    assert (cli_core.fast_chunk_args(args) is not None) is plain
 
 
 def test_a_chunk_run_loads_no_typer_store_or_encoder(vault: Path) -> None:
@@ -109,7 +109,7 @@ def test_a_chunk_run_loads_no_typer_store_or_encoder(vault: Path) -> None:
         "atexit.register(lambda: print(sorted(m for m in ('typer', 'rich', 'pydantic', 'qdrant_edge', "
         "'mindnet.store', 'mindnet.sync', 'mindnet.embedding', 'mindnet.search', 'mindnet.api') "
         "if m in sys.modules), file=sys.stderr))\n"
-        "from mindnet.cli_core import chunk_main\n"
+        "from mindnet.launch import chunk_main\n"
         f"chunk_main(['-j', '1', {str(vault / 'a.md')!r}])\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300, check=False)

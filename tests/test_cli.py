@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mindnet import cli
+from mindnet import cli, launch
 from mindnet.quality_tier import e5_available
 
 SAMPLE = Path(__file__).resolve().parents[1] / "examples" / "vault"
@@ -56,7 +56,7 @@ def chunks_of(stdout: str) -> list[dict]:
 
 def test_chunk_stdin_prints_ndjson(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     note = "# T\n\n## A\n\nEins. Zwei.\n\n## B\n\nDrei.\n"
-    code, out, err = invoke(monkeypatch, capsys, cli.chunk_main, "-", stdin=note)
+    code, out, err = invoke(monkeypatch, capsys, launch.chunk_main, "-", stdin=note)
     assert (code, err) == (0, "")
     rows = chunks_of(out)
     assert [r["section_path"] for r in rows] == ["/A", "/B"]
@@ -67,7 +67,7 @@ def test_chunk_stdin_prints_ndjson(monkeypatch: pytest.MonkeyPatch, capsys: pyte
 def test_chunk_folder_resolves_links_within_the_vault(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
 ) -> None:
-    code, out, _ = invoke(monkeypatch, capsys, cli.chunk_main, str(vault))
+    code, out, _ = invoke(monkeypatch, capsys, launch.chunk_main, str(vault))
     assert code == 0
     rows = chunks_of(out)
     assert {r["path"] for r in rows} == {"a.md", "b.md"}
@@ -83,7 +83,7 @@ def test_chunk_file_with_vault_and_recursive_flags(
     (vault / "long.md").write_text(body, encoding="utf-8")
     args = (str(vault / "long.md"), "--vault", str(vault), "--strategy", "recursive", "--max-chunk-size", "10",
             "--separators", '["\\n## "]')
-    code, out, _ = invoke(monkeypatch, capsys, cli.chunk_main, *args)
+    code, out, _ = invoke(monkeypatch, capsys, launch.chunk_main, *args)
     assert code == 0
     rows = chunks_of(out)
     assert [r["path"] for r in rows] == ["long.md"] * len(rows)
@@ -96,7 +96,7 @@ def test_chunk_bad_note_is_one_line_and_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
 ) -> None:
     (vault / "bad.md").write_bytes(b"---\ntitle: [\n---\nbody\n")
-    code, out, err = invoke(monkeypatch, capsys, cli.chunk_main, str(vault))
+    code, out, err = invoke(monkeypatch, capsys, launch.chunk_main, str(vault))
     assert code == 1
     message = "bad.md:3: error: malformed YAML frontmatter: did not find expected node content"
     assert err.strip().splitlines() == [message]
@@ -108,8 +108,8 @@ def test_chunk_with_worker_processes_prints_the_same_bytes_in_the_same_order(
 ) -> None:
     shutil.copytree(SAMPLE, vault / "sample")
     (vault / "bad.md").write_bytes(b"---\ntitle: [\n---\nbody\n")
-    one = invoke(monkeypatch, capsys, cli.chunk_main, str(vault), "--jobs", "1")
-    three = invoke(monkeypatch, capsys, cli.chunk_main, str(vault), "-j", "3")
+    one = invoke(monkeypatch, capsys, launch.chunk_main, str(vault), "--jobs", "1")
+    three = invoke(monkeypatch, capsys, launch.chunk_main, str(vault), "-j", "3")
     assert one == three
     code, out, err = three
     assert code == 1 and err.strip().splitlines() == [
@@ -133,7 +133,7 @@ def test_chunk_jobs_are_one_for_small_inputs_and_as_asked_otherwise() -> None:
 def test_bad_recursive_settings_exit_2_with_elasticsearch_message(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
 ) -> None:
-    code, out, err = invoke(monkeypatch, capsys, cli.chunk_main, str(vault), "--strategy", "recursive",
+    code, out, err = invoke(monkeypatch, capsys, launch.chunk_main, str(vault), "--strategy", "recursive",
                             "--max-chunk-size", "5")
     assert code == 2 and out == ""
     assert "[max_chunk_size] must be greater than or equal to [10.0]" in err
@@ -275,8 +275,8 @@ def test_embed_fills_the_quality_tier_even_when_imports_leave_it_off(
     monkeypatch.setattr(api, "e5_available", lambda: True)
     real = api.make_embedder
 
-    def make(name: str, threads: int = 0) -> Any:
-        return FakeEmbedder(dim=16, model_id="fake-e5@1") if name == "e5" else real(name, threads)
+    def make(name: str, threads: int = 0, cache_dir: str | None = None) -> Any:
+        return FakeEmbedder(dim=16, model_id="fake-e5@1") if name == "e5" else real(name, threads, cache_dir)
 
     monkeypatch.setattr(api, "make_embedder", make)
     assert invoke(monkeypatch, capsys, cli.main, "import", str(vault))[0] == 0

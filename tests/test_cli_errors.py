@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mindnet import cli
+from mindnet import cli, launch
 from mindnet.config import load_settings
 from mindnet.errors import ConfigError, InputError
 from mindnet.evaluation import load_beir, load_vault_queries
@@ -168,7 +168,7 @@ def test_usage_errors_are_one_line_exit_2(capsys: pytest.CaptureFixture[str], va
     code, out, err = run(capsys, cli.main, "status", "--vault", str(vault), "--no-such-option")
     assert (code, out) == (2, "")
     assert err.splitlines() == ["error: No such option: --no-such-option (see `mindnet status --help`)"]
-    code, _, err = run(capsys, cli.chunk_main, "--strategy")
+    code, _, err = run(capsys, launch.chunk_main, "--strategy")
     assert code == 2 and len(err.splitlines()) == 1 and err.startswith("error: ")
 
 
@@ -215,7 +215,7 @@ def test_a_missing_vault_is_named_and_nothing_is_created(
 def test_chunk_with_a_missing_vault_creates_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     note = tmp_path / "n.md"
     note.write_text("# N\n\ntext\n", encoding="utf-8")
-    code, out, err = run(capsys, cli.chunk_main, str(note), "--vault", str(tmp_path / "typo"))
+    code, out, err = run(capsys, launch.chunk_main, str(note), "--vault", str(tmp_path / "typo"))
     assert (code, out) == (2, "")
     assert err.splitlines() == [f"error: vault not found: {tmp_path / 'typo'}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["n.md"]

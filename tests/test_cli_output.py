@@ -23,10 +23,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rich.console import Console
 
 from cli_run import one_note_vault, run
-from mindnet import Hit, MindnetError, NotFoundError, VaultNotFoundError, check_date, cli
+from mindnet import Hit, MindnetError, NotFoundError, VaultNotFoundError, check_date, cli_queries, launch
 from mindnet.api import Index
 from mindnet.cli_core import error_line
 from mindnet.search.filters import ISO_DATE, SearchFilters
@@ -69,7 +68,7 @@ def test_search_in_a_pipe_is_two_unwrapped_lines_a_hit(
     assert len(lines) == 4  # head + snippet per hit, however long: a pipe never wraps
     assert lines[0] == "1. Plan [/b] [draft]  /Überblick  gedanken/Über Rückverweise.md:3-9  0.500"
     assert lines[1].startswith("   Rückverweise verbinden") and lines[1].endswith("…")
-    assert len(lines[1]) == 3 + cli.SNIPPET_CHARS + 1
+    assert len(lines[1]) == 3 + cli_queries.SNIPPET_CHARS + 1
     assert lines[3] == "   Ein Satz."
     assert all(line == line.rstrip() for line in lines)
 
@@ -78,7 +77,7 @@ def test_search_on_a_terminal_wraps_with_the_snippet_indent_and_takes_titles_lit
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
 ) -> None:
     screen = io.StringIO()
-    monkeypatch.setattr(cli, "out", Console(file=screen, force_terminal=True, width=60, color_system=None))
+    monkeypatch.setattr(cli_queries, "screen", lambda: cli_queries.Screen(screen, terminal=True, width=60, color=False))
     returning(monkeypatch, Index, "search", lambda: HITS[:1])
     code, _, err = run(capsys, "search", "q", "--vault", str(vault))
     assert (code, err) == (0, "")
@@ -258,7 +257,7 @@ def test_chunk_from_a_terminal_says_it_reads_stdin(
 ) -> None:
     monkeypatch.setattr(sys, "stdin", stdin("# T\n\nEins.\n"))
     with pytest.raises(SystemExit) as done:
-        cli.chunk_main([])
+        launch.chunk_main([])
     captured = capsys.readouterr()
     assert done.value.code == 0
     assert [json.loads(line)["text"] for line in captured.out.splitlines()] == ["# T\n\nEins."]
@@ -293,7 +292,7 @@ def test_on_a_terminal_only_the_title_is_bold(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
 ) -> None:
     screen = io.StringIO()
-    monkeypatch.setattr(cli, "out", Console(file=screen, force_terminal=True, width=200, color_system="standard"))
+    monkeypatch.setattr(cli_queries, "screen", lambda: cli_queries.Screen(screen, terminal=True, width=200, color=True))
     returning(monkeypatch, Index, "search", lambda: HITS[1:])
     assert run(capsys, "search", "q", "--vault", str(vault))[0] == 0
     head = screen.getvalue().splitlines()[0]

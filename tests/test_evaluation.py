@@ -241,7 +241,7 @@ def test_runs_on_the_e5_tier(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 
     made: list[str] = []
 
-    def fake_make(name: str, threads: int = 0) -> Embedder:
+    def fake_make(name: str, threads: int = 0, cache_dir: str | None = None) -> Embedder:
         made.append(name)
         return FakeEmbedder(dim=16, model_id="fake-e5@1")
 

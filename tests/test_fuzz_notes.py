@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mindnet import cli
+from mindnet import launch
 from mindnet.api import note_from_text
 from mindnet.chunking.invariants import check_chunks
 from mindnet.chunking.pipeline import chunk_note
@@ -144,7 +144,7 @@ def test_chunk_stdin_prints_chunks_or_one_error_line(data: bytes) -> None:
     with mock.patch.object(sys, "argv", ["mindnet-chunk", "-"]), mock.patch.object(sys, "stdin", stdin), \
             contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            cli.chunk_main()
+            launch.chunk_main()
         except SystemExit as exc:
             code = int(exc.code or 0)
     if code == 0:

@@ -156,7 +156,7 @@ def test_note_from_text_reports_surrogates_like_the_file_bytes() -> None:
 
 
 def _chunk_stdin(data: bytes) -> subprocess.CompletedProcess[bytes]:
-    code = "from mindnet.cli import chunk_main; chunk_main()"
+    code = "from mindnet.launch import chunk_main; chunk_main()"
     return subprocess.run([sys.executable, "-c", code], input=data, capture_output=True, timeout=120, check=False)
 
 

@@ -19,6 +19,7 @@ from fakes import FakeEmbedder
 from mindnet import MAX_QUERIES, MAX_QUERY_CHARS, Index, MindnetError, NotFoundError, SearchFilters
 from mindnet.api import SUGGEST_CHARS
 from mindnet.server.app import MAX_BODY_BYTES, Guard, create_app
+from mindnet.service import ResidentState
 from mindnet.store.embedded import _edge_filter
 
 DATE_LIKE = st.from_regex(
@@ -407,6 +408,7 @@ class _SlowImports:
     """A resident whose imports finish only when the test says so."""
 
     index = None
+    state = ResidentState()  # warm: `/api/health` says "ok"
 
     def __init__(self) -> None:
         from concurrent.futures import Future

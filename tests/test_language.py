@@ -44,7 +44,7 @@ def test_a_damaged_unpacked_language_model_falls_back_to_the_packaged_one(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     language._langid_model(Path(default_cache_dir()))
     (copy,) = (tmp_path / "mindnet").iterdir()
-    table = next(copy.glob("nextmove.?"))
+    table = next(copy.glob("nextmove.*"))
     table.write_bytes(table.read_bytes()[:1000])  # cut short, as a full disk would leave it
     model = language._langid_model(Path(default_cache_dir()))
     model.set_languages(["de", "en"])
@@ -184,3 +184,18 @@ def test_installs_of_the_same_model_share_one_copy_and_stale_copies_go(tmp_path:
         installs.append(language._unpacked_model(packaged, root))
     assert installs[0] is not None and installs[0] == installs[1]
     assert sorted(p.name for p in root.iterdir()) == sorted([installs[0].name, writing.name, unrelated.name])
+
+
+def test_the_copy_reads_only_the_languages_asked_for_in_the_layout_py3langid_makes(tmp_path: Path) -> None:
+    """A query's model load reads two languages' scores, not 142 (issue 26); the arrays a search then
+    scores with are the packaged model's, value for value and in the same memory layout."""
+    import numpy as np
+    from py3langid.langid import MODEL_FILE, LanguageIdentifier
+
+    packaged = LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+    packaged.set_languages(["de", "en"])
+    model: Any = language.language_identifier(("de", "en"), tmp_path)
+    assert model.nb_classes == packaged.nb_classes == ["de", "en"]
+    for ours, theirs in ((model.nb_ptc, packaged.nb_ptc), (model.nb_pc, packaged.nb_pc)):
+        assert ours.dtype == theirs.dtype and ours.strides == theirs.strides and np.array_equal(ours, theirs)
+    assert isinstance(model.walk._nextmove, np.memmap)  # the DFA is mapped, not read

@@ -276,3 +276,33 @@ def test_a_stop_while_the_e5_tier_fills_loses_nothing(tmp_path: Path, sig: int) 
                                                                         before["edges"])
     finally:
         assert again.stop() == 0
+
+
+CLIENT_MODULES = {"mindnet", "mindnet.version", "mindnet.launch", "mindnet.cli_core", "mindnet.cli_queries",
+                  "mindnet.client", "mindnet.address", "mindnet.config", "mindnet.errors"}
+"""All of mindnet that a command answered by a running server may import (issue 26): the console
+script's parser, the commands, the client and the light settings/errors/address modules."""
+
+
+def _loaded(code: str) -> tuple[set[str], str]:
+    """The modules a fresh interpreter holds after `code`, and what it printed."""
+    done = subprocess.run([sys.executable, "-c", code + "\nimport json\nprint(json.dumps(sorted(sys.modules)), "
+                           "file=sys.stderr)"], capture_output=True, text=True, timeout=120)
+    return set(json.loads(done.stderr.splitlines()[-1])), done.stdout
+
+
+@pytest.mark.parametrize("args", [["search", "reciprocal rank fusion", "--by-note", "--json"],
+                                  ["context", "reciprocal rank fusion", "--budget", "200"],
+                                  ["graph", "alpha"], ["status"]])
+def test_a_command_a_server_answers_loads_only_the_client(served: Server, args: list[str]) -> None:
+    baseline, _ = _loaded("import sys")
+    line = [*args, "--vault", str(served.vault)]
+    loaded, out = _loaded(f"import sys\nfrom mindnet import launch\ntry:\n    launch.main({line!r})\n"
+                          "except SystemExit as exc:\n    assert not exc.code, exc.code")
+    ours = {m for m in loaded if m.split(".")[0] == "mindnet"}
+    assert ours <= CLIENT_MODULES, ours - CLIENT_MODULES
+    others = {m.split(".")[0] for m in loaded - baseline - ours}
+    assert others <= set(sys.stdlib_module_names), others - set(sys.stdlib_module_names)  # no typer, rich, numpy
+    assert out.strip()
+    if args[0] == "search":
+        assert json.loads(out)[0]["note_id"] == "alpha"

@@ -20,6 +20,7 @@ from mindnet.store import (
     EdgeStore,
     Equals,
     Filter,
+    HasVector,
     PointRecord,
     Prefix,
     Range,
@@ -388,3 +389,13 @@ if {kill}:
     os.kill(os.getpid(), signal.SIGKILL)  # no close: the next process replays the WAL
 store.close()
 """
+
+
+def test_has_vector_finds_the_chunks_a_tier_has_reached(open_test_store: StoreFactory) -> None:
+    """The e5 fill asks which chunks still lack its vector without reading any vector (issue 26)."""
+    store = open_test_store()
+    store.ensure(StoreSchema(vectors=(USE, E5), chunking_hash="c1"))
+    store.upsert("chunks", [*CHUNKS[:2], _chunk(9, note="neu", tags=[], text="Mit e5.", e5=[1.0, 0.0, 0.0])])
+    lacking = Filter(must_not=(HasVector("e5"),))
+    assert sorted(p.id for p in store.scroll("chunks", lacking, fields=("text",))) == ["haus#c01", "haus#c02"]
+    assert store.count("chunks", Filter.all(HasVector("e5"))) == 1

@@ -664,7 +664,7 @@ def test_embed_ahead_returns_every_batch_once_in_order_and_keeps_at_most_ahead_o
 
 
 def test_the_summary_names_the_encoder_threads_the_setting_fixed(vault: Path) -> None:
-    from mindnet.cli import _summary_line
+    from mindnet.cli_queries import summary_line as _summary_line
 
     with Index(vault, Settings(threads=1)) as index:  # the real model: its thread count is the point
         summary = index.import_vault()

@@ -31,10 +31,12 @@ _EXPORTS: dict[str, str] = {
     "snippet": "search", "check_date": "search",
     # settings and errors
     "Settings": "config", "load_settings": "config", "store_dir": "config", "prepare_store_dir": "config",
+    "last_overview": "config",
     "MindnetError": "errors", "NoteError": "errors", "ConfigError": "errors", "InputError": "errors",
     "ChunkingError": "errors", "StoreError": "errors", "NotFoundError": "errors", "VaultNotFoundError": "errors",
     "location": "errors", "printable": "errors", "mib": "errors",
     # the resident server (serve, watch, mcp) and how clients find it
+    "preload_models": "preload", "ModelsLoading": "preload",
     "Resident": "service", "ServerAddress": "address", "find_server": "address", "read_address": "address",
     "write_address": "address", "remove_address": "address", "socket_path": "address",
     # lint (R27) and evaluation (R28)
@@ -67,6 +69,7 @@ __all__ = [
     "InputError",
     "LintRun",
     "MindnetError",
+    "ModelsLoading",
     "NotFoundError",
     "Note",
     "NoteError",
@@ -91,6 +94,7 @@ __all__ = [
     "format_findings",
     "format_table",
     "group_paths",
+    "last_overview",
     "lint_summary_line",
     "load_beir",
     "load_settings",
@@ -99,6 +103,7 @@ __all__ = [
     "ndjson",
     "note_from_text",
     "parse_codes",
+    "preload_models",
     "prepare_store_dir",
     "printable",
     "read_address",
@@ -131,7 +136,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from .api import MAX_QUERIES, MAX_QUERY_CHARS, MAX_REF_CHARS, Index, IndexStatus, vault_relative
     from .chunking.base import Chunk
     from .chunking.pipeline import chunk_note
-    from .config import Settings, load_settings, prepare_store_dir, store_dir
+    from .config import Settings, last_overview, load_settings, prepare_store_dir, store_dir
     from .errors import (
         ChunkingError,
         ConfigError,
@@ -150,6 +155,7 @@ if TYPE_CHECKING:  # for type checkers and editors; at run time the names load l
     from .lint import LintRun, format_findings, parse_codes, run_lint
     from .lint import summary_line as lint_summary_line
     from .points import chunk_payload
+    from .preload import ModelsLoading, preload_models
     from .reading import GRAPH_VIEWS, MAX_GRAPH_DEPTH, Vault, chunk_jobs, ndjson, note_from_text
     from .search import MODES, Citation, Context, Hit, SearchFilters, check_date, snippet
     from .service import Resident

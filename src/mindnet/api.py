@@ -28,46 +28,48 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from .chunking.tokens import default_tokenizer
-from .config import Settings, last_writer, prepare_store_dir, record_writer
-from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
-from .errors import MindnetError, NotFoundError, VaultNotFoundError
-from .graph import STRUCTURAL_KINDS, edge_from_payload
-from .markdown import parse_blocks
-from .note_cache import NoteCache
-from .points import DENSE_VECTOR, E5_VECTOR
-from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
-
-# The reading half of the API lives in `reading` (no store, no model); its names stay importable from here.
-from .reading import (  # noqa: F401 (re-exported)
-    GRAPH_VIEWS,
-    MAX_GRAPH_DEPTH,
-    PARALLEL_MIN_CHARS,
-    PARALLEL_MIN_FILES,
-    Vault,
-    chunk_jobs,
-    linked_notes,
-    ndjson,
-    note_from_text,
-    read_jobs,
-)
-from .search import Context, Hit, NoteHit, Searcher, fuse_hits
-from .store import Equals, Filter, Store, copy_store
-from .sync import (
-    NOTES_CACHE,
-    ImportLock,
-    ImportSummary,
-    Progress,
-    import_vault,
-    open_local_store,
-    open_server_store,
-    open_store,
-    silent,
+from .config import (
+    Settings,
+    last_overview,
+    last_writer,
+    load_settings,
+    prepare_store_dir,
+    record_overview,
+    record_writer,
     store_dir,
 )
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
+from .errors import MindnetError, NotFoundError, VaultNotFoundError
+from .points import DENSE_VECTOR, E5_VECTOR
+from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
+from .search import Context, Hit, NoteHit, Searcher, fuse_hits
+from .store import Equals, Filter, HasVector, Store, copy_store
+from .stores import open_local_store, open_server_store, open_store
 from .text import line_of, line_starts
+
+if TYPE_CHECKING:
+    from .note_cache import NoteCache
+    from .reading import Vault
+    from .sync import ImportLock, ImportSummary, Progress
+
+# What only an import, a note's text or a graph needs (the chunker, the vault reader, the graph) is
+# imported where it is used: a search imports none of it (issue 26). The reading half of the API
+# lives in `reading` (no store, no model); its names stay importable from here, loaded on first use.
+_READING = frozenset({"GRAPH_VIEWS", "MAX_GRAPH_DEPTH", "PARALLEL_MIN_CHARS", "PARALLEL_MIN_FILES", "Vault",
+                      "chunk_jobs", "linked_notes", "ndjson", "note_from_text", "read_jobs"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _READING:
+        from . import reading
+
+        value = getattr(reading, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'mindnet.api' has no attribute {name!r}")
+
 
 MAX_QUERY_CHARS = 2_000
 """Longest query a search or a context takes: far beyond a question, short of a pasted note."""
@@ -96,6 +98,8 @@ def vault_relative(ref: str) -> str:
 
 def note_sections(fulltext: str, payload: dict[str, Any]) -> list[dict[str, Any]]:
     """The headings of a note body with their level and 1-based file line."""
+    from .markdown import parse_blocks
+
     starts = line_starts(fulltext)
     first = int(payload.get("body_line", 1))
     return [
@@ -218,6 +222,8 @@ class IndexStatus:
         }
 
 
+WARM_UP_QUERY = "Wie funktioniert die Suche? How does search work?"
+"""What `Index.warm_up` asks: two languages, so every list of a hybrid search runs once."""
 E5_QUERY_THREAD = "mindnet-e5-query"
 """Name prefix of the thread `Index` makes a search's e5 list on (tests look for it after `close`)."""
 
@@ -233,6 +239,7 @@ class Index:
         embedder: Embedder | None = None,
         e5: Embedder | None = None,
         shared: bool = False,
+        short_lived: bool = False,
     ) -> None:
         """Bind a vault; nothing is opened until it is needed.
 
@@ -244,9 +251,23 @@ class Index:
             shared: several threads use this index (a resident server: searches beside one writer);
                 every store call then takes one lock, so a search waits for a batch write, never
                 for the embedding that precedes it.
+            short_lived: a one-off process (the CLI): the e5 tier joins a search only when its model
+                loads without building anything (its graph is in the cache folder), so a search never
+                waits seconds for a build; it then answers with the default model and BM25.
         """
-        self.vault = vault if isinstance(vault, Vault) else Vault(vault, settings)
-        self.settings = settings or self.vault.settings
+        if not isinstance(vault, str | os.PathLike):  # a `reading.Vault` already read
+            self._vault: Vault | None = vault
+            self._root = vault.root
+            self.settings = settings or vault.settings
+        else:
+            # The vault is read (and its chunking settings checked) when first needed: a search needs
+            # its root and settings only.
+            self._vault = None
+            self._root = Path(vault).expanduser()
+            if not self._root.is_dir():  # before anything reads settings or opens a store beside it
+                raise VaultNotFoundError(str(self._root))
+            self.settings = settings or load_settings(self._root)
+            _check_chunking(self.settings)
         self._given = {"default": embedder, "e5": e5}
         self._store: Store | None = None
         self._cache: EmbeddingCache | None = None
@@ -254,20 +275,35 @@ class Index:
         self._e5: CachedEmbedder | None = None
         self._e5_opened = False
         self._notes_cache: NoteCache | None = None
-        self._lock = ImportLock(self.folder)
+        self._lock: ImportLock | None = None
         self._searcher: Searcher | None = None
         self._query_pool: ThreadPoolExecutor | None = None
         self._store_lock = threading.RLock() if shared else None
+        self._short_lived = short_lived
+
+    @property
+    def vault(self) -> Vault:
+        """The vault as files (`reading.Vault`), read on first use."""
+        if self._vault is None:
+            from .reading import Vault
+
+            self._vault = Vault(self._root, self.settings)
+        return self._vault
+
+    @property
+    def root(self) -> Path:
+        """The vault folder."""
+        return self._root
 
     @property
     def folder(self) -> Path:
-        return store_dir(self.vault.root, self.settings)
+        return store_dir(self._root, self.settings)
 
     # -- resources, each opened once --------------------------------------------------------------
 
     def store(self) -> Store:
         if self._store is None:
-            opened = open_store(self.vault.root, self.settings)
+            opened = open_store(self._root, self.settings)
             self._store = opened if self._store_lock is None else _serialised(opened, self._store_lock)
         return self._store
 
@@ -275,7 +311,8 @@ class Index:
     def embedder(self) -> CachedEmbedder:
         """The default model behind the store folder's text-hash cache (R19)."""
         if self._default is None:
-            model = self._given["default"] or make_embedder(self.settings.model, self.settings.threads)
+            model = self._given["default"] or make_embedder(self.settings.model, self.settings.threads,
+                                                             self.settings.cache_dir)
             self._default = CachedEmbedder(model, self._embedding_cache())
         return self._default
 
@@ -289,7 +326,7 @@ class Index:
             self._e5_opened = True
             model = self._given["e5"]
             if model is None and self.settings.model != E5_MODEL and e5_available():
-                model = make_embedder(E5_MODEL, self.settings.threads)
+                model = make_embedder(E5_MODEL, self.settings.threads, self.settings.cache_dir)
             self._e5 = CachedEmbedder(model, self._embedding_cache()) if model is not None else None
         return self._e5
 
@@ -300,6 +337,9 @@ class Index:
 
     def _notes(self) -> NoteCache:
         if self._notes_cache is None:
+            from .note_cache import NoteCache
+            from .sync import NOTES_CACHE
+
             self._notes_cache = NoteCache(prepare_store_dir(self.folder) / NOTES_CACHE, self.settings)
         return self._notes_cache
 
@@ -311,6 +351,10 @@ class Index:
         The lock is a file in the local store folder, which an importer on another machine never
         sees; a server store adds its own import lease, a record in the server (`store.lease()`).
         """
+        if self._lock is None:
+            from .sync import ImportLock
+
+            self._lock = ImportLock(self.folder)
         with self._lock, (self.store().lease() if lease else nullcontext()):
             yield
 
@@ -326,13 +370,19 @@ class Index:
         The store and the models stay open on this object, so a long-lived process (the API, a
         watch mode) pays their start-up once and a later edit costs only its own work.
         """
+        from .sync import import_vault
+
         self._searcher = None
-        if not self.vault.root.is_dir():
-            raise VaultNotFoundError(str(self.vault.root))
+        if not self._root.is_dir():
+            raise VaultNotFoundError(str(self._root))
+        # The embedded store has one writer, so what its last import counted still holds; a server
+        # store may have others.
+        last = last_overview(self.folder) if not self.settings.qdrant_url and not full else None
         with self._writing(lease=not dry_run):  # a dry run writes nothing to the server, not even a lease
             summary = import_vault(
-                self.vault.root, self.settings, store=self.store(), embedder=self.embedder,
+                self._root, self.settings, store=self.store(), embedder=self.embedder,
                 notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
+                known_edges=last.get("edges") if last is not None else None,
             )
             fill = self.settings.quality_tier if e5 is None else e5
             tier = self.e5_embedder() if fill and not dry_run else None
@@ -342,14 +392,20 @@ class Index:
                 summary.seconds = round(summary.seconds + time.perf_counter() - started, 3)
             if not dry_run:
                 record_writer(self.folder)
-        self.vault.refresh()
+                changed = summary.notes_new + summary.notes_changed + summary.notes_deleted + summary.notes_relinked
+                if changed or last is None or last.get("edges") != summary.edges:
+                    record_overview(self.folder, self.overview() | {"edges": summary.edges})
+        if self._vault is not None:
+            self._vault.refresh()
         return summary
 
-    def fill_e5(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None) -> int:
+    def fill_e5(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
+                batch_seconds: float | None = None) -> int:
         """`mindnet embed`: add the e5 vector to every chunk lacking it (resumable).
 
         Asking for the tier by name runs it whatever `quality_tier` says for imports. `stop` is
-        asked between committed batches (a resident server yields to a waiting import).
+        asked between committed batches (a resident server yields to a waiting import), and
+        `batch_seconds` sizes those batches (`quality_tier.fill_e5`).
 
         Raises:
             MindnetError: the tier is not installed, or the vault was never imported.
@@ -360,16 +416,19 @@ class Index:
         with self._writing():
             store = self.store()
             if store.meta() is None:
-                root = self.vault.root
+                root = self._root
                 raise MindnetError(f"{root} is not imported yet: run `mindnet import {root}` first")
-            done = self._fill(tier, progress, stop)
+            done = self._fill(tier, progress, stop, batch_seconds)
             record_writer(self.folder)
         self._searcher = None
         return done
 
-    def _fill(self, tier: Embedder, progress: Progress | None, stop: Callable[[], bool] | None) -> int:
+    def _fill(self, tier: Embedder, progress: Progress | None, stop: Callable[[], bool] | None,
+              batch_seconds: float | None = None) -> int:
         """One run of the e5 phase; the mark is set only when no chunk is left without the vector."""
-        embedded, remaining = fill_e5(self.store(), tier, self.settings, progress or silent, stop)
+        from .sync import silent
+
+        embedded, remaining = fill_e5(self.store(), tier, self.settings, progress or silent, stop, batch_seconds)
         if not remaining:
             E5Mark(self.folder).set(tier.model_id)
         return embedded
@@ -411,6 +470,8 @@ class Index:
         at which hop (`depth`) and from which note (`via`) it was found; a note appears once, at
         its nearest hop.
         """
+        from .reading import MAX_GRAPH_DEPTH
+
         if not 1 <= depth <= MAX_GRAPH_DEPTH:
             raise MindnetError(f"depth must be between 1 and {MAX_GRAPH_DEPTH}, not {depth}")
         vault_relative(ref)
@@ -446,6 +507,8 @@ class Index:
         that renders the note's Markdown turns a written link into a link to its note with this,
         without resolving anything itself.
         """
+        from .graph import STRUCTURAL_KINDS, edge_from_payload
+
         store = self.store()
         note_id = self._note_id(store, vault_relative(ref))
         written = store.scroll("edges", Filter.all(Equals("note_id", note_id)))
@@ -460,6 +523,9 @@ class Index:
         ]
 
     def _hop(self, store: Store, note_id: str, view: str) -> list[dict[str, Any]]:
+        from .graph import edge_from_payload
+        from .reading import linked_notes
+
         edges = [
             edge_from_payload(p.id, p.payload)
             for flt in (Filter.all(Equals("note_id", note_id)), Filter.all(Equals("source_id", note_id)))
@@ -553,7 +619,7 @@ class Index:
         Read from the notes' payload indexes alone (facets), so it costs milliseconds at any size;
         an agent's MCP session opens with it as the server's description of the vault.
         """
-        empty: dict[str, Any] = {"vault": self.vault.root.name, "notes": 0, "chunks": 0, "languages": {},
+        empty: dict[str, Any] = {"vault": self._root.name, "notes": 0, "chunks": 0, "languages": {},
                                  "types": {}, "tags": {}}
         if not self.has_store():
             return empty
@@ -598,15 +664,52 @@ class Index:
             )
         return note.note_id
 
+    def prepare_search(self) -> None:
+        """Open what every search reads, ahead of the first one: the searcher and the store's chunk and
+        note collections, each loaded from disk once per process.
+
+        A one-off search calls it while its models load on another thread (`preload_models`): the
+        store's loading holds Python's lock, the models' mostly does not, so the two overlap.
+        """
+        store = self.searcher().store
+        store.count("chunks")
+        store.count("notes")
+
+    def warm_up(self, query: str = WARM_UP_QUERY) -> None:
+        """Load now all that a first search would: the store's collections, the searcher, the e5 model
+        when the store holds its vectors; then run one search, which loads the default model's graphs,
+        the query tokenizer and the language model as every search would.
+
+        A resident process calls it before it says it is ready, so the first question it is asked
+        costs what later ones do (issue 26). A vault not imported yet has nothing to warm.
+        """
+        if not self.has_store():
+            return
+        self.prepare_search()
+        meta = self.store().meta()
+        if meta is not None and any(v.name == E5_VECTOR for v in meta.vectors):
+            tier = self._e5_for_search()
+            if tier is not None:
+                tier.prepare()
+        self.search(query, k=1)
+
     def searcher(self) -> Searcher:
         """A searcher over this store with the models that built it (R22)."""
         if self._searcher is None:
             if not self.has_store():
-                raise MindnetError(f"{self.vault.root} is not imported yet: run `mindnet import {self.vault.root}`")
-            # The provider is asked once, on the first search that fuses e5: no model loads before.
-            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self.e5_embedder,
+                raise MindnetError(f"{self._root} is not imported yet: run `mindnet import {self._root}`")
+            # The provider is asked once, on the first search that fuses e5, and the model loads on the
+            # e5 thread when that search embeds its query there, beside the rest of the search.
+            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self._e5_for_search,
                                       executor=self._e5_query_pool())
         return self._searcher
+
+    def _e5_for_search(self) -> CachedEmbedder | None:
+        """The e5 model for a search: `e5_embedder`, but for a short-lived index only when it is prepared."""
+        tier = self.e5_embedder()
+        if tier is not None and self._short_lived and not getattr(tier.inner, "prepared", lambda: True)():
+            return None
+        return tier
 
     def _e5_query_pool(self) -> ThreadPoolExecutor | None:
         """The one thread a search's e5 list (query embedding and search) is made on beside the rest.
@@ -645,13 +748,15 @@ class Index:
 
     def context(self, query: str, *, budget: int = 2000, k: int = 12, **options: Any) -> Context:
         """A token-budgeted LLM context with citations for a query (R23)."""
+        from .chunking.tokens import default_tokenizer
+
         searcher = self.searcher()
         return searcher.build_context(searcher.search(checked_query(query), k=k, **options), budget,
                                       default_tokenizer())
 
     def migrate(self, url: str, *, api_key: str | None = None, progress: Progress | None = None) -> dict[str, int]:
         """Copy this vault's embedded store to a Qdrant server (`mindnet migrate --to URL`)."""
-        source = open_local_store(self.vault.root, self.settings)
+        source = open_local_store(self._root, self.settings)
         try:
             target = open_server_store(url, api_key, self.settings)
             try:
@@ -667,8 +772,9 @@ class Index:
             if not e5_available():
                 return "absent (install mindnet[e5], Linux x86_64)"
             return "not filled (run `mindnet embed` or `mindnet import --quality-tier`)"
-        done = sum(E5_VECTOR in p.vectors for p in store.scroll("chunks", with_vectors=True))
-        return f"{vectors[E5_VECTOR]['model']}: {done} of {store.count('chunks')} chunks"
+        done = store.count("chunks", Filter.all(HasVector(E5_VECTOR)))
+        embedded = store.count("chunks", Filter.all(HasVector(DENSE_VECTOR)))  # a chunk without prose has neither
+        return f"{vectors[E5_VECTOR]['model']}: {done} of {embedded} chunks"
 
     def close(self) -> None:
         """Close everything this index opened; safe to call twice."""
@@ -680,7 +786,8 @@ class Index:
             if resource is not None:
                 resource.close()
         self._store = self._cache = self._notes_cache = None
-        self._lock.release()  # last: no other importer may open the store before it is closed
+        if self._lock is not None:
+            self._lock.release()  # last: no other importer may open the store before it is closed
         self._default = self._e5 = None
         self._e5_opened = False
 
@@ -713,6 +820,16 @@ class _Serialised:
                 return list(result) if isinstance(result, Iterator) else result
 
         return locked
+
+
+def _check_chunking(settings: Settings) -> None:
+    """`chunking.pipeline.check_settings`, for settings that name the recursive strategy (the only ones
+    it checks): a bad separator stops every command at once, and the default strategy imports no chunker."""
+    if (settings.strategy == "recursive" or settings.recursive_by_type
+            or "recursive" in settings.strategy_by_type.values()):
+        from .chunking.pipeline import check_settings
+
+        check_settings(settings)
 
 
 def _serialised(store: Store, lock: threading.RLock) -> Store:

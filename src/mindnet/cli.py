@@ -8,39 +8,30 @@ method and prints its result. Library errors become one stderr line and a meanin
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
-from . import MindnetError, Settings
-from .cli_core import DEBUG_FLAG, debug_requested, report, run_chunk, settings_for
-from .cli_core import chunk_main as cli_core_chunk_main
+from . import MindnetError, Settings, __version__
+from . import cli_queries as queries
+from .cli_core import DEBUG_FLAG, debug_requested, home, long_running_settings, report, run_chunk, settings_for
+from .cli_core import mcp as run_mcp
 from .cli_core import say as _say
 
-if TYPE_CHECKING:
-    pass
-
 # The library modules (Qdrant, the model, numpy) are imported inside the commands that need
-# them: `mindnet lint` runs as a pre-commit hook and must start in a fraction of a second.
+# them: `mindnet lint` runs as a pre-commit hook and must start in a fraction of a second. The
+# console script is `launch.main`, which answers plain search/context/graph/status command lines
+# (and --version) without importing this module at all.
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False)
-out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
 
 
-def _home(path: Path | None) -> Path | None:
-    """`~/notes` as a shell would expand it: an MCP client's `args` and a quoted path reach us unexpanded
-    (and the Python API's `Vault("~/notes")` expands it too)."""
-    return path.expanduser() if path is not None else None
-
+_home = home
 
 VaultArg = Annotated[Path, typer.Argument(help="The vault folder.", show_default=False, callback=_home)]
 VaultOpt = Annotated[Path, typer.Option("--vault", help="The vault folder.", callback=_home)]
@@ -55,73 +46,39 @@ GroupOpt = Annotated[str | None, typer.Option("--separator-group", help="recursi
 SepsOpt = Annotated[str | None, typer.Option("--separators", help='recursive: JSON list of regexes.')]
 
 
+def _version(shown: bool) -> None:
+    if shown:
+        sys.stdout.write(f"mindnet {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback(epilog="Exit codes: 0 ok, 1 notes skipped or lint findings, 2 the command could not run. "
               "Add --debug (or set MINDNET_DEBUG=1) to see the traceback of an error.")
-def _root() -> None:
+def _root(
+    version: Annotated[bool, typer.Option("--version", "-V", help="Print the version and exit.", is_eager=True,
+                                          callback=_version)] = False,
+) -> None:
     """mindnet: your Markdown vault as a searchable knowledge network."""
 
 
-def _remote(vault: Path, settings: Settings) -> Any:
-    """A client of the `mindnet serve` that owns this vault's store, or None when none runs."""
-    from . import find_server, store_dir
-
-    address = find_server(store_dir(vault, settings))
-    if address is None:
-        return None
-    from .client import Remote
-
-    return Remote(address)
+_remote = queries.remote
 
 
 def _index(vault: Path, settings: Settings) -> Any:
-    """The vault's `Index`, imported only here: a command a server answers never loads the store."""
+    """The vault's `Index` for a command that writes (import, embed, migrate)."""
     from . import Index
 
     return Index(vault, settings)
 
 
-def _long_running(vault: Path, config: Path | None, store: Path | None) -> Settings:
-    """Settings for a command that runs until stopped (serve, watch, mcp), with logs on stderr."""
-    import logging
-
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # "1 change detected" on every save; ours says which
-    settings = settings_for(vault, config, store=store)
-    if not vault.is_dir():
-        raise MindnetError(f"vault not found: {vault}")
-    return settings
+_long_running = long_running_settings
 
 
-def _needs_local_store(vault: Path, settings: Settings, what: str) -> None:
-    """Refuse what only the store's owner can do while a server owns it (Qdrant Edge is single-process)."""
-    remote = _remote(vault, settings)
-    if remote is not None:
-        raise MindnetError(f"{what} needs the store, which mindnet serve holds ({remote.address.url}, "
-                           f"pid {remote.address.pid}): stop it first")
+_needs_local_store = queries.needs_local_store
+_print_json = queries.print_json
 
 
-def _print_json(value: Any) -> None:
-    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
-
-
-@contextmanager
-def _progress_bars(enabled: bool) -> Iterator[Any]:
-    """A rich progress bar per import stage, drawn only on a terminal."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn
-
-    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-    with Progress(*columns, console=err, transient=False) as bars:
-        tasks: dict[str, TaskID] = {}
-
-        def update(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                tasks[stage] = bars.add_task(stage, total=total)
-            bars.update(tasks[stage], completed=done, total=total)
-
-        yield update
+_progress_bars = queries.progress_bars
 
 
 @app.command("import")
@@ -147,44 +104,14 @@ def import_(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a vault into its store; only what changed is chunked, embedded and written."""
-    settings = settings_for(
-        vault, config, store=store, strategy=strategy, max_chunk_size=max_chunk_size,
-        separator_group=separator_group, separators=separators, strict=strict, quality_tier=quality_tier,
-    )
-    remote = _remote(vault, settings)
-    if remote is not None:
-        local_only = {"--dry-run": dry_run, "--strict": strict, "--strategy": strategy,
-                      "--max-chunk-size": max_chunk_size, "--separator-group": separator_group,
-                      "--separators": separators, "--quality-tier": quality_tier}
-        given = [flag for flag, value in local_only.items() if value]
-        if given:
-            raise MindnetError(f"mindnet serve imports this vault with its own settings ({remote.address.url}); "
-                               f"{', '.join(given)} would be ignored: stop the server to use them")
-        result: dict[str, Any] = remote.post("/api/import", {"full": full})
-    else:
-        with _index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
-            result = index.import_vault(full=full, dry_run=dry_run, progress=progress).as_dict()
-    for line in result["problems"]:
-        _say(line)
-    if as_json:
-        _print_json(result)
-    else:
-        sys.stdout.write(_summary_line(result) + "\n")
-    if result["notes_failed"]:
-        raise typer.Exit(1)
+    code = queries.import_vault(vault, store=store, config=config, full=full, dry_run=dry_run, strict=strict,
+                                strategy=strategy, max_chunk_size=max_chunk_size, separator_group=separator_group,
+                                separators=separators, quality_tier=quality_tier, as_json=as_json)
+    if code:
+        raise typer.Exit(code)
 
 
-def _summary_line(s: dict[str, Any]) -> str:
-    verb = "would import" if s["dry_run"] else "imported"
-    e5 = f", {s['chunks_embedded_e5']} e5" if s["chunks_embedded_e5"] else ""
-    threads = s.get("encoder_threads") or 0
-    on = f" on {threads} thread{'s' if threads > 1 else ''}" if threads and s["chunks_embedded"] else ""
-    return (
-        f"{verb}: notes {s['notes_new']} new, {s['notes_changed']} changed, {s['notes_unchanged']} unchanged, "
-        f"{s['notes_deleted']} deleted, {s['notes_failed']} failed; chunks {s['chunks_embedded']} embedded{on}{e5}, "
-        f"{s['chunks_reused']} reused; edges {s['edges']} (+{s['edges_added']} −{s['edges_deleted']}); "
-        f"{s['seconds']:.2f} s"
-    )
+_summary_line = queries.summary_line
 
 
 @app.command()
@@ -202,7 +129,7 @@ def embed(
         sys.stdout.write(f"mindnet serve fills the e5 tier in the background ({remote.address.url}): "
                          f"{e5['done']} of {e5['total']} chunks this round\n")
         return
-    with _index(vault, settings) as index, _progress_bars(err.is_terminal and not as_json) as progress:
+    with _index(vault, settings) as index, _progress_bars(queries.stderr_is_terminal() and not as_json) as progress:
         count = index.fill_e5(progress=progress)
     if as_json:
         _print_json({"chunks_embedded_e5": count})
@@ -218,40 +145,7 @@ def status(
     as_json: JsonOpt = False,
 ) -> None:
     """Counts of notes, chunks and edges in the store, and the model that made its vectors."""
-    settings = settings_for(vault, config, store=store)
-    remote = _remote(vault, settings)
-    if remote is not None:
-        info = remote.get("/api/status")
-    else:
-        with _index(vault, settings) as index:
-            info = index.status().as_dict()
-    if info.get("written_elsewhere"):
-        _say(f"warning: this store was last written on {info['written_by']}, not on this machine; a store synced "
-             "between machines can be corrupted by two writers (keep it outside the synced folder: --store)")
-    if as_json:  # a program reads `"model": null`; the hint below is for a person
-        _print_json(info)
-        return
-    if info.get("model") is None:
-        _say(f"{vault} is not imported yet: run `mindnet import {vault}`")
-    out.print(_status_table(info))
-
-
-def _status_table(info: dict[str, Any]) -> Table:
-    """The status as a two-column table of plain text; a value the store does not have yet is "-"."""
-    from rich.text import Text
-
-    rows = [(key, info.get(key)) for key in ("notes", "chunks", "edges", "model", "dim", "quality_tier", "store",
-                                             "written_by")]
-    if info.get("quality_gain"):
-        rows.append(("quality_gain", info["quality_gain"]))
-    if "server" in info:
-        resident = info["resident"]
-        rows.append(("server", f"{info['server']['url']} (pid {info['server']['pid']})"))
-        rows.append(("watching", f"{resident['watching']}; last change: {resident['last_event'] or '-'}"))
-    table = Table(show_header=False, title="mindnet status")
-    for key, value in rows:
-        table.add_row(key, Text("-" if value is None else str(value)))
-    return table
+    queries.status(vault=vault, store=store, config=config, as_json=as_json)
 
 
 @app.command()
@@ -270,68 +164,11 @@ def graph(
 
     Without a view option both directions are shown.
     """
-    chosen = [name for name, on in (("backlinks", backlinks), ("references", references),
-                                    ("unresolved", unresolved)) if on]
-    if len(chosen) > 1:
-        raise MindnetError(f"choose one of --{', --'.join(chosen)} (none shows both directions)")
-    view = chosen[0] if chosen else "neighbors"
-    settings = settings_for(vault, config, store=store)
-    remote = _remote(vault, settings)
-    if remote is not None:
-        rows = remote.get("/api/graph", {"ref": note, "view": view, "depth": depth})
-    else:
-        with _index(vault, settings) as index:
-            rows = index.graph(note, view, depth)
-    if as_json:
-        _print_json(rows)
-        return
-    if not rows:
-        sys.stdout.write(f"no {_GRAPH_EMPTY[view]} for {note}\n")
-        return
-    for row in rows:
-        sys.stdout.write(_graph_line(row) + "\n")
-
-
-_GRAPH_EMPTY = {"neighbors": "links or backlinks", "backlinks": "backlinks", "references": "links",
-                "unresolved": "unresolved links"}
-"""What an empty answer of each view lacks: an empty table looked like an error."""
-
-
-def _graph_line(row: dict[str, Any]) -> str:
-    """One linked note a line: direction, kind, path (what an editor opens), title, and for a deeper
-    hop where it was reached from.
-
-    A table cut paths to `sources/cormack-2009-r…` at 80 columns and wrapped titles over several
-    lines; a line keeps the path whole and `grep` finds it.
-    """
-    arrow = "→" if row["direction"] == "out" else "←"
-    where = row["path"] or "(unresolved)"
-    hop = f"  (hop {row['depth']} via {row['via']})" if int(row.get("depth", 1)) > 1 else ""
-    return f"{arrow} {row['kind']:<10} {where}  {row['title']}{hop}"
+    queries.graph(note, vault=vault, store=store, config=config, backlinks=backlinks, references=references,
+                  unresolved=unresolved, depth=depth, as_json=as_json)
 
 
 ModeOpt = Annotated[str, typer.Option("--mode", help="hybrid, dense or lexical.")]
-
-
-def _filters(
-    types: list[str] | None, tags: list[str] | None, area: str | None, project: str | None, lang: str | None,
-    path: str | None, note: list[str] | None, date_from: str | None, date_to: str | None,
-) -> Any:
-    from . import SearchFilters
-
-    return SearchFilters(
-        type=tuple(types or ()), tags=tuple(tags or ()), area=area, project=project, lang=lang,
-        path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
-    )
-
-
-def _check_query(query: str) -> None:
-    """An empty query is a slip (an unset shell variable), not a search that found nothing.
-
-    It answered "no results" with exit 0; the API's `search_many` and the server refuse it too.
-    """
-    if not query.strip():
-        raise MindnetError("the query is empty: give the words to search for")
 
 
 TypeOpt = Annotated[list[str] | None, typer.Option("--type", help="Only notes of this type (repeatable).")]
@@ -362,59 +199,9 @@ def search(
     as_json: JsonOpt = False,
 ) -> None:
     """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion."""
-    from . import check_date
-
-    _check_query(query)
-    for flag, value in (("--from", date_from), ("--to", date_to)):  # before a store or server is opened
-        check_date(flag, value)
-    settings = settings_for(vault, config, store=store)
-    remote = _remote(vault, settings)
-    if remote is not None:
-        params = {"q": query, "k": k, "mode": mode, "expand": expand, "by_note": by_note, "type": types,
-                  "tag": tags, "area": area, "project": project, "lang": lang, "path": path, "note": note,
-                  "from": date_from, "to": date_to}
-        hits: list[dict[str, Any]] = remote.get("/api/search", params)
-    else:
-        flt = _filters(types, tags, area, project, lang, path, note, date_from, date_to)
-        with _index(vault, settings) as index:
-            found = index.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
-        hits = [h.as_dict() for h in found]
-    if as_json:
-        _print_json(hits)
-        return
-    if not hits:
-        sys.stdout.write("no results\n")
-        return
-    for h in hits:
-        _print_hit(h)
-
-
-SNIPPET_CHARS = 300
-"""How much of a hit's text `mindnet search` shows; `--json` has all of it."""
-
-
-def _print_hit(hit: dict[str, Any]) -> None:
-    """A hit as a head line and an indented snippet.
-
-    Only a terminal gets wrapping (with the snippet's indent kept) and bold: in a pipe or a file
-    each part stays one line, so `grep` finds a path whole and no line ends in padding. Titles
-    and text are never read as rich markup: a note called "Plan [/b]" is a title, not a style.
-    """
-    where = f"{hit['path']}:{hit['line_start']}-{hit['line_end']}"
-    meta = f"{hit['section_path']}  {where}  {hit['score']:.3f}"
-    flat_text = " ".join(str(hit["text"]).split())
-    snippet = flat_text[:SNIPPET_CHARS] + ("…" if len(flat_text) > SNIPPET_CHARS else "")
-    if not out.is_terminal:
-        sys.stdout.write(f"{hit['rank']}. {hit['title']}  {meta}\n   {snippet}\n")
-        return
-    from rich.padding import Padding
-    from rich.text import Text
-
-    head = Text()
-    head.append(f"{hit['rank']}. {hit['title']}", style="bold")
-    head.append(f"  {meta}", style="dim")  # dim only: a style given to Text() would apply to this too
-    out.print(head)
-    out.print(Padding(Text(snippet), (0, 0, 0, 3)))
+    queries.search(query, vault=vault, store=store, config=config, k=k, mode=mode, expand=expand, by_note=by_note,
+                   types=types, tags=tags, area=area, project=project, lang=lang, path=path, note=note,
+                   date_from=date_from, date_to=date_to, as_json=as_json)
 
 
 @app.command()
@@ -432,18 +219,8 @@ def context(
     as_json: JsonOpt = False,
 ) -> None:
     """A token-budgeted context for an LLM prompt, with citations."""
-    _check_query(query)
-    settings = settings_for(vault, config, store=store)
-    remote = _remote(vault, settings)
-    if remote is not None:
-        ctx = remote.post("/api/context", {"query": query, "budget": budget, "k": k, "mode": mode, "expand": expand})
-    else:
-        with _index(vault, settings) as index:
-            ctx = dataclasses.asdict(index.context(query, budget=budget, k=k, mode=mode, expand=expand))
-    if as_json:
-        _print_json(ctx)
-        return
-    sys.stdout.write(ctx["text"].rstrip("\n") + "\n")
+    queries.context(query, vault=vault, store=store, config=config, budget=budget, k=k, mode=mode, expand=expand,
+                    as_json=as_json)
 
 
 @app.command("eval")
@@ -506,7 +283,7 @@ def migrate(
     """Copy the embedded store to a Qdrant server or cluster (vectors included, no re-embedding)."""
     settings = settings_for(vault, config, store=store)
     _needs_local_store(vault, settings, "mindnet migrate")
-    with _progress_bars(err.is_terminal and not as_json) as progress, _index(vault, settings) as index:
+    with _progress_bars(queries.stderr_is_terminal() and not as_json) as progress, _index(vault, settings) as index:
         copied = index.migrate(to, api_key=api_key, progress=progress)
     if as_json:
         _print_json(copied)
@@ -550,11 +327,7 @@ def mcp_(
     Talks to the `mindnet serve` of the store when one runs; otherwise it keeps the index open
     itself and watches the vault. Only the protocol goes to stdout; logs go to stderr.
     """
-
-    from .mcp import run_stdio
-
-    settings = _long_running(vault, config, store)
-    run_stdio(vault, settings, e5=e5)
+    run_mcp(vault, store=store, config=config, e5=e5)
 
 
 @app.command("watch")
@@ -670,7 +443,11 @@ def lint(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """`mindnet` entry point; `argv` (without the program name) for tests and embedding programs."""
+    """`mindnet` through typer; `argv` (without the program name) for tests and embedding programs.
+
+    The console script is `launch.main`, which comes here for every command line it does not answer
+    itself (`launch.fast_args`).
+    """
     _run(app, "mindnet", argv)
 
 
@@ -704,12 +481,8 @@ def chunk(
 
 
 def typer_chunk_main(argv: list[str] | None = None) -> None:
-    """`mindnet-chunk` through typer: the command lines `cli_core.chunk_main` leaves to it (help, errors)."""
+    """`mindnet-chunk` through typer: the command lines `launch.chunk_main` leaves to it (help, errors)."""
     _run(chunk_app, "mindnet-chunk", argv)
-
-
-chunk_main = cli_core_chunk_main
-"""`mindnet-chunk` entry point (`cli_core.chunk_main`), also reachable here for tests and programs."""
 
 
 def _run(application: typer.Typer, prog: str, argv: list[str] | None = None) -> None:

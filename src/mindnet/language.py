@@ -93,7 +93,7 @@ def language_identifier(languages: tuple[str, ...], cache_dir: str | Path | None
     `cache_dir` holds the unpacked model (`Settings.cache_dir`); with None no copy is kept, and each
     process pays the 0.3 s of unpacking.
     """
-    identifier = _langid_model(Path(cache_dir) if cache_dir is not None else None)
+    identifier = _langid_model(Path(cache_dir) if cache_dir is not None else None, languages)
     unknown = [code for code in languages if code not in identifier.nb_classes]
     if unknown:  # py3langid's own "Unknown language code" surfaced as an internal error
         raise ConfigError(f"languages: {', '.join(map(repr, unknown))} unknown to the language detector; "
@@ -102,12 +102,15 @@ def language_identifier(languages: tuple[str, ...], cache_dir: str | Path | None
     return identifier
 
 
-def _langid_model(cache_dir: Path | None) -> Any:
+def _langid_model(cache_dir: Path | None, languages: tuple[str, ...] | None = None) -> Any:
     """py3langid's model, from an unpacked copy in the user cache when one can be kept there.
 
     The packaged model is LZMA-compressed: unpacking it costs 0.3 s in every process that detects a
     language, i.e. in every import that sees a new or edited note. The copy holds the same arrays;
-    the two DFA tables (39 MB) are raw files read straight into the `array`s py3langid walks.
+    the DFA table and the feature scores (stored language by language) are mapped, not read: a
+    detection touches the DFA states it walks, and with `languages` only their scores are read (the
+    columns `set_languages` would cut out of the whole table, the same values in the same layout), so
+    a one-off query does not read the whole model (issue 26).
     """
     from py3langid.langid import MODEL_DIR, MODEL_FILE, LanguageIdentifier
 
@@ -118,16 +121,22 @@ def _langid_model(cache_dir: Path | None) -> Any:
 
         try:
             with np.load(copy / "arrays.npz", allow_pickle=False) as data:
-                nextmove, rows = _read_array(copy, "nextmove"), _read_array(copy, "nextmove_row")
+                nextmove = np.load(copy / "nextmove.npy", mmap_mode="r", allow_pickle=False)
+                rows = _read_array(copy, "nextmove_row")
                 out_feat = data["out_feat"]
                 # The DFA: one output per state, one 256-entry row per distinct row index.
                 if len(rows) != len(out_feat) or len(nextmove) != (max(rows) + 1) * 256:
                     raise ValueError(f"{copy}: DFA tables do not match")
                 memory = int(data["memory"]) if "memory" in data else 0
+                classes, pc = data["classes"].tolist(), data["pc"]
+                by_language = np.load(copy / "ptc-by-language.npy", mmap_mode="r", allow_pickle=False)
+                if by_language.ndim != 2 or by_language.shape[0] != len(classes) or len(pc) != len(classes):
+                    raise ValueError(f"{copy}: feature scores do not match the classes")
+                keep = [i for i, c in enumerate(classes) if languages is None or c in languages]
                 identifier = _identifier_class()(
-                    data["ptc"],
-                    data["pc"],
-                    data["classes"].tolist(),
+                    np.ascontiguousarray(by_language[keep].T),  # [features, languages], as the model holds it
+                    pc[keep],
+                    [classes[i] for i in keep],
                     nextmove,
                     out_feat.tolist(),
                     norm_probs=True,
@@ -227,8 +236,9 @@ def dfa_memory(nextmove: Any, rows: Any, limit: int = 12) -> int:
     return 0
 
 
-_COPY_FORMAT = 2
-"""In the copy's folder name: 2 added the DFA's `memory` (copies without it would never use `_Walk`)."""
+_COPY_FORMAT = 3
+"""In the copy's folder name: 2 added the DFA's `memory` (copies without it would never use `_Walk`);
+3 keeps the feature scores language by language and both big tables as mappable `.npy` files."""
 _TYPECODES = {2: "H", 4: "I", 8: "Q"}
 """Stdlib `array` type code of an unsigned integer of each size."""
 
@@ -255,11 +265,12 @@ def _unpacked_model(packaged: Path, root: Path) -> Path | None:
         tmp = Path(tempfile.mkdtemp(prefix=f"{copy.name}.", dir=root))
         with lzma.open(packaged) as src, np.load(io.BytesIO(src.read()), allow_pickle=False) as data:
             memory = np.array(dfa_memory(data["nextmove"], data["nextmove_row"]))
-            arrays = {k: data[k] for k in ("ptc", "pc", "classes", "out_feat")}
+            arrays = {k: data[k] for k in ("pc", "classes", "out_feat")}
             np.savez(tmp / "arrays.npz", memory=memory, **arrays)
-            for name in ("nextmove", "nextmove_row"):
-                values = np.ascontiguousarray(data[name])
-                values.tofile(tmp / f"{name}.{_TYPECODES[values.dtype.itemsize]}")
+            np.save(tmp / "ptc-by-language.npy", np.ascontiguousarray(data["ptc"].T))  # a language's scores together
+            np.save(tmp / "nextmove.npy", np.ascontiguousarray(data["nextmove"]))
+            rows = np.ascontiguousarray(data["nextmove_row"])
+            rows.tofile(tmp / f"nextmove_row.{_TYPECODES[rows.dtype.itemsize]}")
         try:
             os.rename(tmp, copy)  # atomic: a concurrent process sees no copy or a whole one
         except OSError:

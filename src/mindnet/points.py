@@ -8,25 +8,27 @@ dense model sees (R19), the text BM25 indexes (R22) and the note payload (R4, R1
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .chunking.base import Chunk
-from .chunking.tokens import Tokenizer
 from .config import Settings
-from .links import Link, Resolver, transclusions
 from .retrieval_text import retrieval_text
+from .text import normalise
 
 if TYPE_CHECKING:
+    from .chunking.base import Chunk
+    from .chunking.tokens import Tokenizer
+    from .links import Link, Resolver
     from .store import Bm25Shape, PointRecord, SparseVec
+    from .vault import Note
 
 # The store (and Qdrant with it) is imported by the functions that build points, not here:
-# `chunk_payload` is all that `mindnet-chunk` needs of this module.
-from .text import normalise
-from .vault import Note
+# `chunk_payload` is all that `mindnet-chunk` needs of this module. Neither are the chunker, the
+# links and the vault reader: a search needs only the vector names (issue 26).
 
 DENSE_VECTOR = "use"
 """Name of the default model's dense vector on chunk points."""
@@ -70,6 +72,8 @@ class Transcluder:
 
     def context(self, note: Note, chunks: Sequence[Chunk]) -> dict[str, Transcluded]:
         """Per chunk id, the embedded texts whose `![[…]]` lies in the chunk's new content."""
+        from .links import transclusions
+
         out: dict[str, list[tuple[str, str]]] = {}
         links = self.links_of(note) if self.links_of is not None else None
         for t in transclusions(note, self.resolver, self.notes_by_id, links):
@@ -297,7 +301,7 @@ def chunk_payload(chunk: Chunk, transcluded: Transcluded = ()) -> dict[str, Any]
     type (`_plain`), at a fifth of its cost: asdict deep-copies every string of every chunk, which
     was a twentieth of `mindnet-chunk`'s time.
     """
-    payload = {name: _plain(getattr(chunk, name)) for name in _CHUNK_FIELDS}
+    payload = {name: _plain(getattr(chunk, name)) for name in _chunk_fields()}
     payload["transcluded_from"] = [source for source, _ in transcluded]
     payload["id"] = chunk.chunk_id
     payload["tags"] = list(chunk.tags)
@@ -306,7 +310,13 @@ def chunk_payload(chunk: Chunk, transcluded: Transcluded = ()) -> dict[str, Any]
     return payload
 
 
-_CHUNK_FIELDS = tuple(f.name for f in dataclasses.fields(Chunk))
+@functools.cache
+def _chunk_fields() -> tuple[str, ...]:
+    from .chunking.base import Chunk
+
+    return tuple(f.name for f in dataclasses.fields(Chunk))
+
+
 _SCALARS = (str, int, float, bool, type(None))
 
 

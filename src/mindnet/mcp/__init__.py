@@ -3,7 +3,8 @@
 Five read-only tools (`search`, `read`, `related`, `context`, `status`) over a backend: a running
 `mindnet serve` for the store when there is one (the store is single-process), else a `Resident`
 of this process that watches the vault. The handshake and the tool list come before anything
-heavy: the resident starts in a thread once a client has listed the tools (or on the first call).
+heavy: the resident starts, imports and warms up on a thread from the start, and a tool call that
+comes before it is warm waits for it.
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import MindnetError, Settings, find_server, store_dir
+from .. import MindnetError, Settings, find_server, last_overview, store_dir
 from .backend import Backend, LocalBackend, RemoteBackend
-from .tools import MindnetMCP, instructions
 
 if TYPE_CHECKING:
     from .. import Resident
@@ -28,28 +28,43 @@ __all__ = ["http_app", "run_stdio"]
 
 
 def run_stdio(vault: Path, settings: Settings, *, e5: bool = True) -> None:
-    """Serve MCP on stdin/stdout until the client closes stdin (or SIGTERM); logs go to stderr."""
+    """Serve MCP on stdin/stdout until the client closes stdin (or SIGTERM); logs go to stderr.
+
+    Without a `mindnet serve`, the index opens, imports and warms up on a thread once the SDK is
+    loaded, while the handshake is answered; the instructions come from the overview the last import
+    left in the store folder (`last_overview`), so the handshake needs neither the store nor a model
+    (issue 26).
+    """
     import anyio
 
-    address = find_server(store_dir(vault, settings))
+    folder = store_dir(vault, settings)
+    address = find_server(folder)
     backend: Backend
-    warm: Callable[[], None] | None = None
     if address is not None:
         from ..client import Remote
 
         log.info("using mindnet serve at %s", address.url)
         backend = RemoteBackend(Remote(address))
+        overview = None
     else:
-        from .. import Resident  # the index stack (store, models' code), only for a local index
+        def make() -> Resident:
+            from .. import Resident  # the index stack (store, models' code), only for a local index
 
-        local = LocalBackend(Resident(vault, settings, watch=True, e5=e5), owned=True)
-        backend, warm = local, local.start
+            return Resident(vault, settings, watch=True, e5=e5)
+
+        backend = LocalBackend.starting(make)
+        overview = last_overview(folder)
+    from .tools import MindnetMCP, instructions  # the SDK first: the handshake needs it and nothing else
+
+    if isinstance(backend, LocalBackend):
+        backend.start()  # the index's imports and loads would only slow the SDK's own
     try:
-        overview = backend.overview()
+        if overview is None:
+            overview = backend.overview()
     except MindnetError as exc:
         log.warning("no overview of the vault: %s", exc)
         overview = {"vault": vault.resolve().name}
-    server = MindnetMCP(backend, instructions(overview), warm=warm)
+    server = MindnetMCP(backend, instructions(overview))
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         anyio.run(server.run_stdio_async)
@@ -72,6 +87,8 @@ def http_app(resident: Resident) -> tuple[Any, Callable[[], AbstractAsyncContext
     DNS-rebinding check is off because the `Guard` in front of it already does that job.
     """
     from mcp.server.transport_security import TransportSecuritySettings
+
+    from .tools import MindnetMCP, instructions
 
     backend = LocalBackend(resident, owned=False)
     server = MindnetMCP(backend, instructions(backend.overview()))

@@ -10,7 +10,10 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .. import MindnetError
 
 if TYPE_CHECKING:  # at run time only the local backend loads the index stack, and only when built
     from .. import Resident
@@ -44,68 +47,100 @@ class Backend(Protocol):
 
 
 class LocalBackend:
-    """A `Resident` of this process, started on first need (not before the MCP handshake).
+    """A `Resident` of this process: `mindnet serve`'s own, or one this backend starts (`starting`).
 
-    Args:
-        resident: the resident index; already running under `mindnet serve`.
-        owned: this backend starts the resident (lazily) and stops it on `close`.
+    A backend that starts its resident does so on a thread at once: the MCP handshake answers while
+    the index opens, the first import runs and the models warm up, and a tool call that comes before
+    all that is done waits for it (issue 26).
     """
 
-    def __init__(self, resident: Resident, *, owned: bool) -> None:
-        self.resident = resident
-        self.index = resident.index
+    def __init__(self, resident: Resident | None, *, owned: bool) -> None:
+        """Args:
+            resident: the resident index; `mindnet serve`'s (running), or None when `starting` makes one.
+            owned: this backend starts the resident and stops it on `close`.
+        """
+        self._resident = resident
         self._owned = owned
-        self._started = not owned
-        self._first: Any = None
-        self._lock = threading.Lock()
+        self._made = threading.Event()
+        self._failure: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if resident is not None:
+            self._made.set()
+
+    @classmethod
+    def starting(cls, make: Callable[[], Resident]) -> LocalBackend:
+        """A backend whose resident `make` builds, starts and warms up on a thread of its own (`start`)."""
+        backend = cls(None, owned=True)
+        backend._thread = threading.Thread(target=backend._start, args=(make,), name="mindnet-mcp-start", daemon=True)
+        return backend
 
     def start(self) -> None:
-        """Start the resident (import, watcher, e5 tier) once; safe from any thread."""
-        with self._lock:
-            if not self._started:
-                self._started = True
-                self._first = self.resident.start()
-                log.info("resident index started for %s", self.resident.root)
+        """Begin making the resident (a backend made by `starting`; once)."""
+        if self._thread is not None and not self._thread.is_alive() and not self._made.is_set():
+            self._thread.start()
 
-    def _ready(self) -> None:
-        """Started, and imported at least once when there was no store yet (a first session)."""
-        self.start()
-        if self._first is not None and not self.index.has_store():
-            self._first.result()
+    def _start(self, make: Callable[[], Resident]) -> None:
+        try:
+            resident = self._resident = make()
+            resident.begin_warm_up()
+            resident.start()
+            log.info("resident index started for %s", resident.root)
+        except BaseException as exc:  # reported by the tool calls that need the index
+            self._failure = exc
+            return
+        finally:
+            self._made.set()
+        resident.warm_up()  # after the first import when the vault has no store yet
+
+    @property
+    def resident(self) -> Resident:
+        """The resident, once warm: a call that comes early waits here."""
+        resident = self._made_resident()
+        resident.wait_ready()
+        return resident
+
+    def _made_resident(self) -> Resident:
+        """The resident once made (started or not, warm or not)."""
+        self._made.wait()
+        if self._failure is not None or self._resident is None:
+            raise MindnetError(f"the index could not be opened: {self._failure}")
+        return self._resident
+
+    @property
+    def index(self) -> Any:
+        return self.resident.index
 
     def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any]
                ) -> list[dict[str, Any]]:
         from .. import SearchFilters
 
-        self._ready()
         hits = self.index.search_many(queries, k=k, mode=mode, by_note=by_note, filters=SearchFilters(**filters))
         return [h.as_dict() for h in hits]
 
     def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int
              ) -> dict[str, Any]:
-        self._ready()
         return self.index.read(ref, section=section, lines=lines, max_chars=max_chars)
 
     def related(self, ref: str, *, view: str, depth: int) -> list[dict[str, Any]]:
-        self._ready()
         return self.index.graph(ref, view, depth)
 
     def context(self, query: str, *, budget: int, k: int, mode: str) -> dict[str, Any]:
-        self._ready()
         return dataclasses.asdict(self.index.context(query, budget=budget, k=k, mode=mode, expand=True))
 
     def status(self) -> dict[str, Any]:
-        self.start()
         return self.resident.status()
 
     def overview(self) -> dict[str, Any]:
-        return self.index.overview()
+        # Not behind the warm-up: `serve` asks for it while building `/mcp`, before it warms up.
+        return self._made_resident().index.overview()
 
     def close(self) -> None:
-        if self._owned and self._started:
-            self.resident.stop()
-        elif self._owned:
-            self.index.close()
+        if not self._owned:
+            return
+        self.start()  # a client that left at once: the thread still makes (and now stops) the resident
+        self._made.wait()
+        if self._resident is not None:
+            self._resident.stop()  # waits for a warm-up in flight, then closes the index
 
 
 class RemoteBackend:

@@ -8,7 +8,6 @@ or a wrong value is an error naming the argument, never silently dropped.
 from __future__ import annotations
 
 import functools
-import threading
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -269,20 +268,13 @@ def describe(tool: str, error: ValidationError, known: Sequence[str]) -> str:
 
 
 class MindnetMCP(MCPServer[Any]):
-    """The SDK's server with strict argument errors and the backend started after the handshake."""
+    """The SDK's server with strict argument errors."""
 
-    def __init__(self, backend: Backend, instructions: str, *, warm: Callable[[], None] | None = None) -> None:
+    def __init__(self, backend: Backend, instructions: str) -> None:
         tools = [strict(Tool.from_function(fn, annotations=READ_ONLY)) for fn in tool_functions(backend)]
         super().__init__("mindnet", instructions=instructions, version=__version__, tools=tools,
                          log_level="WARNING")
         self._known = {t.name: list(t.parameters.get("properties", {})) for t in tools}
-        self._warm = warm
-
-    async def list_tools(self) -> Any:
-        if self._warm is not None:  # the client is connected: now the index may open and the model load
-            warm, self._warm = self._warm, None
-            threading.Thread(target=warm, name="mindnet-mcp-start", daemon=True).start()
-        return await super().list_tools()
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:

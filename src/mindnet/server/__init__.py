@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -91,7 +92,8 @@ def serve(
     Args:
         port: TCP port; 0 picks a free one (tests), and `server.json` tells which.
         resident: an unstarted resident to serve (tests inject models this way).
-        ready: called with the `ServerAddress` once both sockets listen.
+        ready: called with the `ServerAddress` once the server is warm (`Resident.warm_up`): both
+            sockets listened from the start (health answered "starting"), now a search is fast.
 
     Raises:
         MindnetError: a server already runs for the store, or the binding would be unsafe.
@@ -113,6 +115,7 @@ def serve(
     uds = _unix_socket(uds_path) if uds_path is not None else None
     address = ServerAddress(url=url, socket=str(uds_path) if uds else None, pid=os.getpid(), host=host,
                             started=time.time(), vault=str(vault))
+    resident.begin_warm_up()
     resident.start()
     mcp_app, mcp_running = http_app(resident)
     app = Routed(create_app(resident, info={"url": url, "pid": os.getpid(), "socket": address.socket}),
@@ -129,7 +132,7 @@ def serve(
                                                     log_config=None, access_log=False, lifespan="off")), uds))
     try:
         with _stop_on_signals([s for s, _ in servers]):
-            asyncio.run(_serve_all(servers, lambda: _published(folder, address, ready), mcp_running))
+            asyncio.run(_serve_all(servers, lambda: _published(folder, address, resident, ready), mcp_running))
     finally:
         log.info("shutting down: finishing the write in flight")
         resident.stop()
@@ -138,11 +141,17 @@ def serve(
             sock.close()
 
 
-def _published(folder: Path, address: ServerAddress, ready: Any) -> None:
+def _published(folder: Path, address: ServerAddress, resident: Resident, ready: Any) -> None:
+    """Publish the address at once (a command finds the server, and its request waits for what it
+    needs), then warm up on a thread and say ready: the line on stderr, `/api/health` "ok"."""
     write_address(folder, address)
-    sys.stderr.write(f"mindnet serve: {address.url} (vault {address.vault}; Ctrl-C stops)\n")
-    if ready is not None:
-        ready(address)
+
+    def announce() -> None:
+        sys.stderr.write(f"mindnet serve: {address.url} (vault {address.vault}; Ctrl-C stops)\n")
+        if ready is not None:
+            ready(address)
+
+    threading.Thread(target=resident.warm_up, args=(announce,), name="mindnet-warm-up", daemon=True).start()
 
 
 async def _serve_all(servers: list[tuple[Any, socket.socket]], on_ready: Any,

@@ -59,9 +59,9 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
     extra = info or {}
     index = resident.index
 
-    @app.get("/api/health", summary="The server answers")
+    @app.get("/api/health", summary="The server answers: `starting` while it warms up, then `ok`")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "version": __version__}
+        return {"status": "ok" if resident.state.ready else "starting", "version": __version__}
 
     @app.get("/api/status", summary="Counts, models, e5 progress and watch state")
     def status() -> dict[str, Any]:

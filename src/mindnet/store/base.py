@@ -40,6 +40,12 @@ PREFIX_INDEXED = frozenset({"path"})
 TEXT_INDEXES: Mapping[str, tuple[str, ...]] = {"chunks": ("text",)}
 """Full-text payload indexes (R17: chunk `text`)."""
 
+INDEX_LAYOUT = ";".join(f"{name}:{','.join(KEYWORD_INDEXES.get(name, ()))}:{','.join(TEXT_INDEXES.get(name, ()))}"
+                        f":{','.join(SPARSE_VECTORS[name])}"
+                        for name in ("chunks", "notes", "edges")) + ";prefix:" + ",".join(sorted(PREFIX_INDEXED))
+"""Every payload index and sparse vector `ensure` makes, as the store's record keeps it (`indexes`): a new one
+in a later version differs from what an older store recorded, so `ensure` makes it then."""
+
 _BATCH = 256
 """Points per write call: large enough to amortise a round trip, small enough for one HTTP body."""
 
@@ -86,6 +92,12 @@ class Store(ABC):
             vectors[spec.name] = {"model_id": spec.model_id, "dim": spec.dim, **({"multi": True} if spec.multi else {})}
         meta = {"schema_version": schema.schema_version, "chunking_hash": schema.chunking_hash,
                 "vectors": vectors}
+        # What the store's collections already hold: every vector and index of this layout, as the
+        # record says once they were all made. Then only a missing collection needs work, and an
+        # import that changes nothing opens no collection to look (issue 26).
+        done = not fresh and vectors == stored["vectors"] and stored.get("indexes") == INDEX_LAYOUT
+        if "indexes" in stored:
+            meta["indexes"] = stored["indexes"]
         # Meta first: a crash before the collections exist leaves a record that matches what the
         # next run creates, never data without a record.
         if fresh or meta != stored:
@@ -96,6 +108,10 @@ class Store(ABC):
             sparse = SPARSE_VECTORS[name]
             if not self._exists(name):
                 self._create(name, dense, sparse)
+            elif done:
+                if name == "notes":
+                    self._dense_names(name)  # opens it: a store another process holds fails here, as before
+                continue
             else:
                 have = self._dense_names(name)
                 for vec_name, (dim, multi) in dense.items():
@@ -106,6 +122,10 @@ class Store(ABC):
                     if vec_name not in have_sparse:
                         self._add_sparse(name, vec_name)
             self._index(name, KEYWORD_INDEXES.get(name, ()), TEXT_INDEXES.get(name, ()))
+        if meta.get("indexes") != INDEX_LAYOUT:  # last: recorded only once every collection has them
+            meta = {**meta, "indexes": INDEX_LAYOUT}
+            self._write_meta(meta)
+            self._meta = meta
 
     def check(self, schema: StoreSchema) -> bool:
         """What `ensure` checks, writing nothing (`import --dry-run`): False for a store never written.

