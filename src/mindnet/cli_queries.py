@@ -341,10 +341,11 @@ def summary_line(s: dict[str, Any]) -> str:
     e5 = f", {s['chunks_embedded_e5']} e5" if s["chunks_embedded_e5"] else ""
     threads = s.get("encoder_threads") or 0
     on = f" on {threads} thread{'s' if threads > 1 else ''}" if threads and s["chunks_embedded"] else ""
+    windows = f", {s['windows_embedded']} note windows embedded" if s.get("windows_embedded") else ""
     return (
         f"{verb}: notes {s['notes_new']} new, {s['notes_changed']} changed, {s['notes_unchanged']} unchanged, "
         f"{s['notes_deleted']} deleted, {s['notes_failed']} failed; chunks {s['chunks_embedded']} embedded{on}{e5}, "
-        f"{s['chunks_reused']} reused; edges {s['edges']} (+{s['edges_added']} −{s['edges_deleted']}); "
+        f"{s['chunks_reused']} reused{windows}; edges {s['edges']} (+{s['edges_added']} −{s['edges_deleted']}); "
         f"{s['seconds']:.2f} s"
     )
 

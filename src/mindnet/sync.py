@@ -37,6 +37,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+import numpy as np
+
 from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, attach_links, chunk_parsed, parse
 from .chunking.tokens import Tokenizer, default_tokenizer
@@ -54,6 +56,7 @@ from .points import (
     NOTE_WINDOW_TOKENS,
     Transcluded,
     Transcluder,
+    WindowText,
     chunk_point,
     contextual_lexical,
     contextual_vectors,
@@ -106,6 +109,8 @@ class ImportSummary:
     notes_relinked: int = 0
     """Unchanged notes rewritten because a link of theirs now resolves differently (R15)."""
     chunks_embedded: int = 0
+    windows_embedded: int = 0
+    """Note windows the model embedded (`points.note_windows`): not chunks, but the same model's work."""
     chunks_embedded_e5: int = 0
     """Chunks that got their quality-tier vector in this run (0 when the tier is absent or skipped)."""
     chunks_reused: int = 0
@@ -274,7 +279,8 @@ def import_vault(
         raise VaultNotFoundError(str(vault))
     warmup = _Warmup(embedder)
     meter = LoadAwareThreads()  # what the cores do from here to the first batch
-    ahead = EmbedAhead(embedder.embed_passages, settings.embed_ahead, lambda: _free_cores(meter))
+    counter = WindowCounter(embedder)
+    ahead = EmbedAhead(counter, settings.embed_ahead, lambda: _free_cores(meter))
     try:
         summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache,
                        warmup, ahead, known_edges)
@@ -323,7 +329,7 @@ def _run(
     config_hash = chunking_hash(settings)
     stored = cast(Store, _NothingStored()) if opened.pending else store
     states = stored.facet("notes", "sync_state")
-    counted_from = _embedder_counts(embedder)
+    counted_from = (*_embedder_counts(embedder), ahead.windows_embedded)
     # Every note of a fresh store is new: chunk and embed each as soon as it is read (issue 18).
     early = _EmbedWhileReading(ahead, settings, default_tokenizer()) if opened.pending and not dry_run else None
     result = read_vault(vault, settings, StoredLanguages(stored), notes_cache, on_note=early)
@@ -451,6 +457,34 @@ def _batch_limit(sent: int) -> int:
     return _WRITE_BATCH if sent else min(_FIRST_BATCH, _WRITE_BATCH)
 
 
+class WindowCounter:
+    """The import's embed call: the model's `embed_passages`, counting the note windows it embeds.
+
+    A batch holds chunk texts and note windows (`points.WindowText`); they are embedded in two calls so
+    the cache's misses of each can be told apart, and the summary says how many of each the model made.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.windows = 0
+        """Window texts the model embedded (cache misses) since creation."""
+
+    def __call__(self, texts: Sequence[str]) -> Vectors:
+        at = [i for i, t in enumerate(texts) if isinstance(t, WindowText)]
+        if not at:
+            return self.embedder.embed_passages(texts)
+        chunks = [t for t in texts if not isinstance(t, WindowText)]
+        own = self.embedder.embed_passages(chunks) if chunks else None
+        before = _embedder_counts(self.embedder)[1]
+        windows = self.embedder.embed_passages([texts[i] for i in at])
+        self.windows += _embedder_counts(self.embedder)[1] - before
+        out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
+        out[at] = windows
+        if own is not None:
+            out[[i for i in range(len(texts)) if i not in set(at)]] = own
+        return out
+
+
 def _embedder_counts(embedder: Embedder) -> tuple[int, int]:
     """The text-hash cache's hits and misses so far (0, 0 for an embedder without a cache)."""
     return int(getattr(embedder, "hits", 0)), int(getattr(embedder, "misses", 0))
@@ -526,7 +560,7 @@ class _EmbedWhileReading:
             self._submit()
         self._batch.notes.append(note)
         self._batch.texts.extend(embedding_input(chunk, self.settings) for chunk in chunks)
-        self._batch.texts.extend(note_inputs(note, self.settings, self.tokenizer))
+        self._batch.texts.extend(note_inputs(note, chunks, self.settings))
         self._batch.chunks += len(chunks)
 
     def read_all(self) -> None:
@@ -766,6 +800,11 @@ class EmbedAhead:
         return self._ahead
 
     @property
+    def windows_embedded(self) -> int:
+        """Note windows the model embedded through this encoder (`WindowCounter`), 0 if it does not count."""
+        return int(getattr(self._embed, "windows", 0))
+
+    @property
     def busy(self) -> bool:
         """A batch is still being embedded or waits for the worker."""
         return any(not future.done() for _, future in self._queue)
@@ -838,7 +877,7 @@ class ChunkWriter:
         before_write: Callable[[], None] | None = None,
         *,
         ahead: EmbedAhead,
-        counted_from: tuple[int, int] | None = None,
+        counted_from: tuple[int, int, int] | None = None,
         unstored: frozenset[str] = frozenset(),
     ) -> None:
         self.store = store
@@ -863,8 +902,9 @@ class ChunkWriter:
         """Called once before the first write, when the encoder has as much work as it may queue."""
         self._ahead = ahead  # the import's: it decides the overlap at the first batch and closes it
         summary.encoder_ahead = self._ahead.ahead
-        self._before = counted_from or _embedder_counts(embedder)
-        """The embedder's hits and misses before this import's first embedding (maybe during the read)."""
+        self._before = counted_from or (*_embedder_counts(embedder), ahead.windows_embedded)
+        """The embedder's hits and misses, and the windows embedded, before this import's first embedding
+        (maybe during the read)."""
 
     def __enter__(self) -> ChunkWriter:
         return self
@@ -917,7 +957,7 @@ class ChunkWriter:
             batch.texts.append(embedding_input(chunk, self.settings, transcluded))
             if transcluded:
                 batch.extra[chunk.chunk_id] = transcluded
-        windows = note_inputs(note, self.settings, default_tokenizer())
+        windows = note_inputs(note, chunks, self.settings)
         batch.texts.extend(windows)
         batch.windows.append(len(windows))
         batch.notes.append(note)
@@ -939,8 +979,10 @@ class ChunkWriter:
             self.store.flush()
         for done, vectors in self._ahead.drain():
             self._write(done, vectors)
-        _, misses = (now - before for now, before in zip(_embedder_counts(self.embedder), self._before, strict=True))
-        self.summary.chunks_embedded += misses
+        now = (*_embedder_counts(self.embedder), self._ahead.windows_embedded)
+        _, misses, windows = (n - b for n, b in zip(now, self._before, strict=True))
+        self.summary.windows_embedded += windows
+        self.summary.chunks_embedded += misses - windows
         # Written without a model call: the cache's hits overcount them, since a batch embedded while the
         # vault was read and then sent again (one of its notes got another id) hits the cache a second time.
         self.summary.chunks_reused = max(0, self.summary.chunks_written - self.summary.chunks_embedded)
