@@ -73,6 +73,32 @@ def test_search_in_a_pipe_is_two_unwrapped_lines_a_hit(
     assert all(line == line.rstrip() for line in lines)
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_explain_prints_each_lists_rank_and_share_under_its_hit(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path, as_json: bool
+) -> None:
+    from mindnet import Explanation
+    from mindnet.search import Part
+
+    why = Explanation((Part("dense", 0.0769, 3), Part("lexical", 0.1136, 1), Part("note", 0.0417, 2),
+                       Part("slots", -0.004, 2), Part("exact", 0.01, None)))
+    explained = [dataclasses.replace(HITS[0], explain=why), HITS[1]]
+    calls = returning(monkeypatch, Index, "search", lambda: explained)
+    extra = ["--json"] if as_json else []
+    code, out, _ = run(capsys, "search", "q", "--vault", str(vault), "--explain", *extra)
+    assert code == 0 and calls[0][1]["explain"] is True
+    if as_json:  # --json: the parts as data, absent on a hit without them
+        data = json.loads(out)
+        assert data[0]["explain"][1] == {"list": "lexical", "rank": 1, "score": 0.1136} and "explain" not in data[1]
+        return
+    lines = out.splitlines()
+    assert lines[2] == ("   why: dense #3 +0.077 · bm25 #1 +0.114 · note #2 +0.042 · "
+                        "language slot (rank 2 is de in dense) -0.004 · exact word +0.010")
+    assert len(lines) == 5  # only the explained hit gets a line
+    code, out, _ = run(capsys, "search", "q", "--vault", str(vault))
+    assert calls[-1][1]["explain"] is False
+
+
 def test_search_on_a_terminal_wraps_with_the_snippet_indent_and_takes_titles_literally(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], vault: Path
 ) -> None:

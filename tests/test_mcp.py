@@ -66,7 +66,10 @@ def write_vault(root: Path) -> Path:
 
 CALLS: dict[str, tuple[str, dict[str, Any]]] = {
     "search": ("search", {"query": "how are ranked lists merged", "k": 3}),
-    "fused": ("search", {"query": ["ranked lists merged", "Tomaten im Garten"], "k": 6, "by_note": True}),
+    "fused": ("search", {"query": ["ranked lists merged", "Tomaten im Garten"], "k": 6, "by_note": True,
+                         "group": "chunk"}),
+    "grouped": ("search", {"query": ["ranked lists merged", "Tomaten im Garten"], "k": 4}),
+    "explained": ("search", {"query": "how are ranked lists merged", "k": 3, "group": "chunk", "explain": True}),
     "by_type": ("search", {"query": "chunk context", "type": ["concept"], "k": 5}),
     "by_lang": ("search", {"query": "Garten Sonne Wasser", "language": "de", "k": 5}),
     "by_path": ("search", {"query": "lists", "path_prefix": "concepts/", "mode": "lexical", "k": 5}),
@@ -193,6 +196,27 @@ def test_several_queries_are_fused_into_one_list(stdio: Session) -> None:
     assert "rrf" in notes and "tomaten" in notes
     assert len(notes) == len(set(notes))  # by_note: one hit per note
     assert [h["rank"] for h in hits] == list(range(1, len(hits) + 1))
+
+
+def test_by_default_each_note_comes_once_with_its_best_passages(stdio: Session) -> None:
+    found = ok(stdio, "grouped")
+    notes = [n["note_id"] for n in found["notes"]]
+    assert notes and len(notes) == len(set(notes)) <= 4 and {"rrf", "tomaten"} <= set(notes)
+    for n in found["notes"]:
+        assert n["sections"] and all(h["note_id"] == n["note_id"] for h in n["sections"])
+        assert [h["rank"] for h in n["sections"]] == list(range(1, len(n["sections"]) + 1))
+    assert [h["chunk_id"] for h in found["hits"]] == [h["chunk_id"] for n in found["notes"] for h in n["sections"]]
+    assert [n["rank"] for n in found["notes"]] == list(range(1, len(notes) + 1))
+
+
+def test_explain_gives_each_passage_parts_that_add_up_to_its_score(stdio: Session) -> None:
+    hits = ok(stdio, "explained")["hits"]
+    assert hits
+    for h in hits:
+        parts = h["explain"]
+        assert parts and abs(sum(p["score"] for p in parts) - h["score"]) < 1e-6
+        assert {p["list"] for p in parts if p["list"] not in ("slots", "exact", "note_sum")} == set(h["via"].split("+"))
+    assert all(h.get("explain") is None for h in ok(stdio, "search")["hits"])
 
 
 def test_filters_restrict_the_hits(stdio: Session) -> None:

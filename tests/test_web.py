@@ -303,6 +303,20 @@ def test_a_shared_url_shows_its_results_with_filters(page: Any, server: Server, 
     expect(page.locator("#summary")).to_have_text("No results for “steps to follow” with these filters.")
 
 
+def test_each_note_is_one_result_with_its_other_sections_under_it(page: Any, server: Server, shots: Path) -> None:
+    page.goto(server.url + "/")
+    type_query(page, "reciprocal rank fusion ranking lists")
+    titles = page.locator(".result-title").all_inner_texts()
+    assert titles and len(titles) == len(set(titles))  # a note is shown once, however many chunks matched
+    alpha = page.locator(".result", has=page.locator(".result-title", has_text="Alpha")).first
+    sections = alpha.locator(".section-link")
+    assert sections.count() >= 1  # Alpha matches in more than one place: the others are listed under it
+    href = urllib.parse.urlsplit(sections.first.get_attribute("href") or "")
+    assert urllib.parse.parse_qs(href.query)["ref"] == ["alpha"] and "chunk" in urllib.parse.parse_qs(href.query)
+    assert sections.first.get_attribute("href") != alpha.locator(".result-link").get_attribute("href")
+    page.screenshot(path=str(shots / "06-grouped.png"), full_page=True)
+
+
 def test_a_hostile_query_in_the_url_stays_text(page: Any, server: Server) -> None:
     hostile = '"><img src=x onerror="window.pwned=3"><script>window.pwned=4</script>'
     page.goto(server.url + "/?q=" + urllib.parse.quote(hostile))

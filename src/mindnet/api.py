@@ -44,7 +44,7 @@ from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NotFoundError, VaultNotFoundError
 from .points import DENSE_VECTOR, E5_VECTOR
 from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
-from .search import Context, Hit, NoteHit, Searcher, fuse_hits
+from .search import Context, Hit, NoteHit, Searcher, fuse_hits, group_hits
 from .store import Equals, Filter, HasVector, Store, copy_store
 from .stores import open_local_store, open_server_store, open_store
 from .text import line_of, line_starts
@@ -725,10 +725,18 @@ class Index:
         """Hits for a query; options as `Searcher.search` (k, mode, filters, expand, by_note, explain)."""
         return self.searcher().search(checked_query(query), **options)
 
-    def search_notes(self, query: str, **options: Any) -> list[NoteHit]:
-        """Notes for a query, each once with its best sections; options as `Searcher.search_notes`
-        (k, sections, mode, filters, explain)."""
-        return self.searcher().search_notes(checked_query(query), **options)
+    def search_notes(self, queries: str | Sequence[str], *, k: int = 10, sections: int = 3,
+                     **options: Any) -> list[NoteHit]:
+        """Notes for a query, each once with its best `sections` passages (`Searcher.search_notes`); options
+        as `Searcher.search_notes` (mode, filters, explain). Several wordings of one question are searched
+        alike, fused by rank (`search_many`) and grouped by note (`group_hits`), without explanations."""
+        if isinstance(queries, str):
+            return self.searcher().search_notes(checked_query(queries), k=k, sections=sections, **options)
+        options.pop("explain", None)
+        wanted = [q for q in queries if q.strip()]
+        if len(wanted) == 1:
+            return self.search_notes(wanted[0], k=k, sections=sections, **options)
+        return group_hits(self.search_many(wanted, k=k * sections * 3, **options), k, sections)
 
     def search_many(self, queries: Sequence[str], *, k: int = 10, **options: Any) -> list[Hit]:
         """Hits for one query, or for several wordings of one question fused by rank (`fuse_hits`).

@@ -196,12 +196,14 @@ def search(
     types: TypeOpt = None, tags: TagOpt = None, area: AreaOpt = None, project: ProjectOpt = None,
     lang: LangOpt = None, path: PathOpt = None, note: NoteOpt = None, date_from: FromOpt = None,
     date_to: ToOpt = None,
+    explain: Annotated[bool, typer.Option(
+        "--explain", help="Under each hit, each list's rank and share of its score (dense, lexical, note…).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Search the imported vault: dense, lexical or hybrid, with filters and graph expansion."""
     queries.search(query, vault=vault, store=store, config=config, k=k, mode=mode, expand=expand, by_note=by_note,
                    types=types, tags=tags, area=area, project=project, lang=lang, path=path, note=note,
-                   date_from=date_from, date_to=date_to, as_json=as_json)
+                   date_from=date_from, date_to=date_to, explain=explain, as_json=as_json)
 
 
 @app.command()

@@ -115,9 +115,10 @@ def search(
     query: str, *, vault: Path, store: Path | None, config: Path | None, k: int, mode: str, expand: bool,
     by_note: bool, types: Sequence[str] | None, tags: Sequence[str] | None, area: str | None,
     project: str | None, lang: str | None, path: str | None, note: Sequence[str] | None, date_from: str | None,
-    date_to: str | None, as_json: bool,
+    date_to: str | None, as_json: bool, explain: bool = False,
 ) -> None:
-    """`mindnet search`: hits from the server or the index, as JSON or a head line and snippet each."""
+    """`mindnet search`: hits from the server or the index, as JSON or a head line and snippet each (and with
+    `explain`, a line of what each list added)."""
     check_query(query)
     if date_from is not None or date_to is not None:  # before a store or server is opened
         from . import check_date  # the search stage: only for a command that filters by date
@@ -129,7 +130,7 @@ def search(
     if server is not None:
         params = {"q": query, "k": k, "mode": mode, "expand": expand, "by_note": by_note, "type": types,
                   "tag": tags, "area": area, "project": project, "lang": lang, "path": path, "note": note,
-                  "from": date_from, "to": date_to}
+                  "from": date_from, "to": date_to, "explain": explain}
         hits: list[dict[str, Any]] = server.get("/api/search", params)
     else:
         loading = preloading(settings, query, vault)
@@ -140,10 +141,11 @@ def search(
         try:
             with index(vault, settings) as opened:
                 ready_to_search(opened, loading)
-                found = opened.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note)
+                found = opened.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note,
+                                      explain=explain)
         finally:
             loading.finish()
-        hits = [dataclasses.asdict(h) for h in found]
+        hits = [h.as_dict() for h in found]
     if as_json:
         print_json(hits)
         return
@@ -153,6 +155,28 @@ def search(
     out = screen()
     for hit in hits:
         print_hit(out, hit)
+        if explain and hit.get("explain"):
+            out.write(f"   {explanation_line(hit['explain'], str(hit.get('lang') or ''))}\n")
+
+
+EXPLAINED = {"dense": "dense", "e5": "e5", "lexical": "bm25", "feedback": "feedback", "title": "title",
+             "note": "note", "note_lexical": "note bm25", "slots": "language slot", "exact": "exact word",
+             "note_sum": "other chunks"}
+"""How `--explain` names each list and adjustment of a hit's score (`mindnet.search.fusion.LISTS`, `ADJUSTMENTS`)."""
+
+
+def explanation_line(parts: Sequence[dict[str, Any]], lang: str) -> str:
+    """One line: each list's rank and share of the score, then what moved it (`Hit.explain`), e.g.
+    `why: dense #3 +0.077 · bm25 #1 +0.114 · note #2 +0.042 · language slot (rank 2 is en in dense) -0.004`."""
+    words = []
+    for p in parts:
+        name = EXPLAINED.get(str(p["list"]), str(p["list"]))
+        if p["list"] == "slots":
+            name = f"{name} (rank {p['rank']} is {lang or '?'} in dense)"
+        elif p.get("rank") is not None:
+            name = f"{name} #{p['rank']}"
+        words.append(f"{name} {float(p['score']):+.3f}")
+    return "why: " + " · ".join(words)
 
 
 def print_hit(out: Screen, hit: dict[str, Any]) -> None:

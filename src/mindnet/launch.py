@@ -43,7 +43,7 @@ _OPTIONS: dict[str, dict[str, tuple[str, str]]] = {
 """Each command's value options, as typer declares them in `cli` (a test keeps the two in step)."""
 _FLAGS: dict[str, dict[str, tuple[str, bool]]] = {
     "search": {"--json": ("as_json", True), "--expand": ("expand", True), "--no-expand": ("expand", False),
-               "--by-note": ("by_note", True)},
+               "--by-note": ("by_note", True), "--explain": ("explain", True)},
     "context": {"--json": ("as_json", True), "--expand": ("expand", True), "--no-expand": ("expand", False)},
     "graph": {"--json": ("as_json", True), "--backlinks": ("backlinks", True),
               "--references": ("references", True), "--unresolved": ("unresolved", True)},
@@ -57,7 +57,7 @@ _FLAGS: dict[str, dict[str, tuple[str, bool]]] = {
 _DEFAULTS: dict[str, dict[str, Any]] = {
     "search": {"vault": Path("."), "store": None, "config": None, "k": 10, "mode": "hybrid", "expand": False,
                "by_note": False, "types": None, "tags": None, "area": None, "project": None, "lang": None,
-               "path": None, "note": None, "date_from": None, "date_to": None, "as_json": False},
+               "path": None, "note": None, "date_from": None, "date_to": None, "explain": False, "as_json": False},
     "context": {"vault": Path("."), "store": None, "config": None, "budget": 2000, "k": 12, "mode": "hybrid",
                 "expand": True, "as_json": False},
     "graph": {"vault": Path("."), "store": None, "config": None, "backlinks": False, "references": False,

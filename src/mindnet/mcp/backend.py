@@ -29,8 +29,11 @@ FILTER_PARAMS = {"type": "type", "tags": "tag", "lang": "lang", "path_prefix": "
 class Backend(Protocol):
     """What the tools need; each method answers one tool."""
 
-    def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any]
-               ) -> list[dict[str, Any]]: ...
+    def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any],
+               explain: bool = False) -> list[dict[str, Any]]: ...
+
+    def search_notes(self, queries: list[str], *, k: int, mode: str, filters: dict[str, Any],
+                     explain: bool = False) -> list[dict[str, Any]]: ...
 
     def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int
              ) -> dict[str, Any]: ...
@@ -110,12 +113,21 @@ class LocalBackend:
     def index(self) -> Any:
         return self.resident.index
 
-    def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any]
-               ) -> list[dict[str, Any]]:
+    def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any],
+               explain: bool = False) -> list[dict[str, Any]]:
         from .. import SearchFilters
 
-        hits = self.index.search_many(queries, k=k, mode=mode, by_note=by_note, filters=SearchFilters(**filters))
+        hits = self.index.search_many(queries, k=k, mode=mode, by_note=by_note, filters=SearchFilters(**filters),
+                                      explain=explain)
         return [h.as_dict() for h in hits]
+
+    def search_notes(self, queries: list[str], *, k: int, mode: str, filters: dict[str, Any],
+                     explain: bool = False) -> list[dict[str, Any]]:
+        from .. import SearchFilters
+
+        notes = self.index.search_notes(queries[0] if len(queries) == 1 else queries, k=k, mode=mode,
+                                        filters=SearchFilters(**filters), explain=explain)
+        return [n.as_dict() for n in notes]
 
     def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int
              ) -> dict[str, Any]:
@@ -149,11 +161,18 @@ class RemoteBackend:
     def __init__(self, remote: Remote) -> None:
         self.remote = remote
 
-    def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any]
-               ) -> list[dict[str, Any]]:
-        params: dict[str, Any] = {"q": queries, "k": k, "mode": mode, "by_note": str(by_note).lower()}
+    def search(self, queries: list[str], *, k: int, mode: str, by_note: bool, filters: dict[str, Any],
+               explain: bool = False) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"q": queries, "k": k, "mode": mode, "by_note": str(by_note).lower(),
+                                  "explain": str(explain).lower()}
         params |= {FILTER_PARAMS[name]: value for name, value in filters.items() if value not in (None, ())}
         return list(self.remote.get("/api/search", params))
+
+    def search_notes(self, queries: list[str], *, k: int, mode: str, filters: dict[str, Any],
+                     explain: bool = False) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"q": queries, "k": k, "mode": mode, "explain": str(explain).lower()}
+        params |= {FILTER_PARAMS[name]: value for name, value in filters.items() if value not in (None, ())}
+        return list(self.remote.get("/api/notes", params))
 
     def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int
              ) -> dict[str, Any]:

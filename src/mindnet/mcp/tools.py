@@ -33,6 +33,13 @@ Mode = Literal["hybrid", "dense", "lexical"]
 stage here would load the store and numpy before the handshake, for nothing when a serve answers."""
 
 
+class ExplainPart(BaseModel):
+    list: str
+    """dense, e5, lexical, feedback, title, note, note_lexical; or slots, exact, note_sum (adjustments)."""
+    rank: int | None
+    score: float
+
+
 class SearchHit(BaseModel):
     """One cited passage: enough to quote it (snippet) and to open it (`read` with note and lines)."""
 
@@ -47,11 +54,29 @@ class SearchHit(BaseModel):
     snippet: str
     chunk_id: str
     lang: str
+    via: str = ""
+    """The lists that found it, joined by `+` (dense, lexical, note, ...)."""
+    explain: list[ExplainPart] | None = None
+    """With `explain`: each list's rank and share of the score (they add up to it), then what moved it."""
+
+
+class NoteResult(BaseModel):
+    """A note once, with its best passages (`group="note"`)."""
+
+    rank: int
+    score: float
+    note_id: str
+    path: str
+    title: str
+    sections: list[SearchHit]
 
 
 class SearchResult(BaseModel):
     queries: list[str]
     hits: list[SearchHit]
+    """Passages (`group="chunk"`); with `group="note"` every passage of `notes`, note by note."""
+    notes: list[NoteResult] = []
+    """With `group="note"` (the default): each note once, best first, with its best passages."""
 
 
 class Section(BaseModel):
@@ -146,6 +171,14 @@ def _result(summary: str, model: BaseModel) -> CallToolResult:
                           structured_content=model.model_dump(mode="json"))
 
 
+def _hit(row: dict[str, Any], queries: list[str]) -> SearchHit:
+    """A passage row (`Hit.as_dict()`) as the tool's `SearchHit`, its text cut to a snippet around the query."""
+    from .. import snippet
+
+    fields = {f: row[f] for f in SearchHit.model_fields if f not in ("snippet", "explain")}
+    return SearchHit(**fields, snippet=snippet(str(row["text"]), queries), explain=row.get("explain"))
+
+
 def tool_functions(backend: Backend) -> list[Callable[..., Any]]:
     """The five tools bound to a backend (named by their function names)."""
 
@@ -155,7 +188,11 @@ def tool_functions(backend: Backend) -> list[Callable[..., Any]]:
         k: Annotated[int, Field(ge=1, le=MAX_K, description="Hits wanted.")] = 8,
         mode: Annotated[Mode, Field(description="hybrid (default), dense (meaning) or lexical (exact words).")]
         = "hybrid",
-        by_note: Annotated[bool, Field(description="One hit per note (its best passage).")] = False,
+        group: Annotated[Literal["note", "chunk"], Field(
+            description="note (default): each note once with its best passages; chunk: ranked passages.")] = "note",
+        by_note: Annotated[bool, Field(description="With group=chunk: one passage per note.")] = False,
+        explain: Annotated[bool, Field(description="Give each passage each list's rank and share of its score "
+                                                   "(dense, lexical, note...), one query only.")] = False,
         type: Annotated[list[str] | None, Field(description="Note types (frontmatter `type`), any of.")] = None,
         tags: Annotated[list[str] | None,
                         Field(description="Tags the note must all carry (a tag also matches its nested tags).")] = None,
@@ -164,18 +201,27 @@ def tool_functions(backend: Backend) -> list[Callable[..., Any]]:
         date_from: Annotated[str | None, Field(description="Notes created on or after (ISO date).")] = None,
         date_to: Annotated[str | None, Field(description="Notes created on or before (ISO date).")] = None,
     ) -> Annotated[CallToolResult, SearchResult]:
-        """Search the vault's notes: ranked passages, each with note id, path, title, section, file lines,
-        score and snippet, so an answer can cite them. Open a hit with `read` (note and lines)."""
-        from .. import snippet
-
+        """Search the vault's notes: each note once (its best passages), or ranked passages, each with note
+        id, path, title, section, file lines, score and snippet, so an answer can cite them. Open a hit
+        with `read` (note and lines)."""
         queries = [query] if isinstance(query, str) else list(query)
         if not 1 <= len(queries) <= MAX_QUERIES or not all(q.strip() for q in queries):
             raise ToolError(f"argument 'query': give 1 to {MAX_QUERIES} non-empty queries")
         filters = {"type": tuple(type or ()), "tags": tuple(tags or ()), "lang": language,
                    "path_prefix": path_prefix, "created_from": date_from, "created_to": date_to}
-        rows = backend.search(queries, k=k, mode=mode, by_note=by_note, filters=filters)
-        hits = [SearchHit(**{**{f: row[f] for f in SearchHit.model_fields if f != "snippet"},
-                             "snippet": snippet(str(row["text"]), queries)}) for row in rows]
+        if group == "note":
+            notes = [NoteResult(**{**{f: n[f] for f in ("rank", "score", "note_id", "path", "title")},
+                                   "sections": [_hit(row, queries) for row in n["sections"]]})
+                     for n in backend.search_notes(queries, k=k, mode=mode, filters=filters, explain=explain)]
+            lines = [f"{len(notes)} note{'' if len(notes) == 1 else 's'} for {' | '.join(queries)!r}"]
+            for n in notes:
+                lines.append(f"{n.rank}. {n.title} — {n.path} (score {n.score:.3f})")
+                lines += [f"   › {h.section_path} (lines {h.line_start}-{h.line_end}): {h.snippet[:140]}"
+                          for h in n.sections]
+            return _result("\n".join(lines), SearchResult(queries=queries, hits=[h for n in notes for h in n.sections],
+                                                           notes=notes))
+        rows = backend.search(queries, k=k, mode=mode, by_note=by_note, filters=filters, explain=explain)
+        hits = [_hit(row, queries) for row in rows]
         lines = [f"{len(hits)} hit{'' if len(hits) == 1 else 's'} for {' | '.join(queries)!r}"]
         lines += [f"{h.rank}. {h.title} — {h.path} › {h.section_path} (lines {h.line_start}-{h.line_end}, "
                   f"score {h.score:.3f}): {h.snippet[:160]}" for h in hits]

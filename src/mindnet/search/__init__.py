@@ -26,7 +26,7 @@ from .fusion import (
     title_match,
 )
 from .fusion import _Cand as _Cand
-from .results import Explanation, Hit, NoteHit, Part, fuse_hits, snippet
+from .results import Explanation, Hit, NoteHit, Part, fuse_hits, group_hits, snippet
 from .searcher import MODES, Mode, Searcher
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "feedback_query",
     "fuse",
     "fuse_hits",
+    "group_hits",
     "note_fulltexts",
     "query_languages",
     "rrf_fuse",

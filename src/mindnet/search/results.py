@@ -126,7 +126,22 @@ def fuse_hits(lists: Sequence[Sequence[Hit]], k: int, *, by_note: bool = False, 
             if key not in best or hit.rank < best[key].rank:
                 best[key] = hit
     order = sorted(scores, key=lambda key: (-scores[key], best[key].rank, key))[:k]
-    return [replace(best[key], rank=rank, score=round(scores[key], 6)) for rank, key in enumerate(order, 1)]
+    # A fused score is no sum of one query's lists, so an explanation of one of them would not add up to it.
+    return [replace(best[key], rank=rank, score=round(scores[key], 6), explain=None)
+            for rank, key in enumerate(order, 1)]
+
+
+def group_hits(hits: Sequence[Hit], k: int, sections: int) -> list[NoteHit]:
+    """Chunk hits (best first) as the `k` first notes they reach, each with its best `sections` hits:
+    how several queries' fused chunks are shown a note at a time."""
+    notes: dict[str, list[Hit]] = {}
+    for hit in sorted(hits, key=lambda h: h.rank):
+        notes.setdefault(hit.note_id, []).append(hit)
+    out = []
+    for rank, (note_id, own) in enumerate(list(notes.items())[:k], 1):
+        best = tuple(replace(h, rank=i) for i, h in enumerate(own[:sections], 1))
+        out.append(NoteHit(rank, best[0].score, note_id, best[0].path, best[0].title, best))
+    return out
 
 
 _WORD = re.compile(r"\w{3,}")

@@ -42,6 +42,8 @@ log = logging.getLogger("mindnet.http")
 
 MAX_K = 100
 MAX_BUDGET = 32_000
+MAX_SECTIONS = 10
+"""Most sections shown per note by `/api/notes`."""
 MAX_BODY_BYTES = 1 << 20
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -84,13 +86,41 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
         note: Annotated[list[str] | None, Query()] = None,
         date_from: Annotated[str | None, Query(alias="from")] = None,
         date_to: Annotated[str | None, Query(alias="to")] = None,
+        explain: Annotated[bool, Query(description="Each hit's parts: every list's rank and share of the "
+                                                   "score (one query only).")] = False,
     ) -> list[dict[str, Any]]:
         filters = SearchFilters(
             type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
             path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
         )
-        hits = index.search_many(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note)
+        hits = index.search_many(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note, explain=explain)
         return [h.as_dict() for h in hits]
+
+    @app.get("/api/notes", summary="Notes for a query, each once with its best sections (the page's results)")
+    def notes(
+        q: Annotated[list[str], Query(min_length=1, max_length=MAX_QUERIES,
+                                      description="The query; several are fused by rank.")],
+        k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
+        sections: Annotated[int, Query(ge=1, le=MAX_SECTIONS)] = 3,
+        mode: Annotated[str, Query(pattern="^(" + "|".join(MODES) + ")$")] = "hybrid",
+        type: Annotated[list[str] | None, Query()] = None,
+        tag: Annotated[list[str] | None, Query()] = None,
+        lang: str | None = None,
+        path: str | None = None,
+        area: str | None = None,
+        project: str | None = None,
+        note: Annotated[list[str] | None, Query()] = None,
+        date_from: Annotated[str | None, Query(alias="from")] = None,
+        date_to: Annotated[str | None, Query(alias="to")] = None,
+        explain: bool = False,
+    ) -> list[dict[str, Any]]:
+        filters = SearchFilters(
+            type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
+            path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
+        )
+        found = index.search_notes(q[0] if len(q) == 1 else q, k=k, sections=sections, mode=mode, filters=filters,
+                                   explain=explain)
+        return [n.as_dict() for n in found]
 
     @app.post("/api/context", summary="A token-budgeted context with citations (`mindnet context --json`)")
     def context(

@@ -1,5 +1,5 @@
 // The page of `mindnet serve`: search as you type, the status strip, the note view's graph.
-// It only calls the JSON API (/api/search, /api/status, /api/graph) and builds the DOM with
+// It only calls the JSON API (/api/notes, /api/status, /api/graph) and builds the DOM with
 // textContent, so nothing a note or a query contains is ever parsed as HTML.
 "use strict";
 
@@ -113,13 +113,27 @@ function noteUrl(hit, query) {
   return `/note?${params}`;
 }
 
-function resultItem(hit, index, words, query) {
-  const link = el("a", { href: noteUrl(hit, query), class: "result-link", id: `result-${index}` },
-    el("span", { class: "result-title" }, hit.title),
-    el("span", { class: "result-section" }, hit.section_path === "/" ? hit.path : `${hit.path} › ${hit.section_path}`),
-    el("span", { class: "result-snippet" }, highlighted(snippetOf(hit.text, words), words)),
-    el("span", { class: "result-meta" }, `score ${hit.score.toFixed(4)} · ${hit.via} · lines ${hit.line_start}–${hit.line_end}`));
-  return el("li", { class: "result" }, link);
+function where(hit) {
+  return hit.section_path === "/" ? hit.path : `${hit.path} › ${hit.section_path}`;
+}
+
+// A note once (from /api/notes): its best passage as the result's link, its next best passages below it.
+function resultItem(note, index, words, query) {
+  const [best, ...more] = note.sections;
+  const link = el("a", { href: noteUrl(best, query), class: "result-link", id: `result-${index}` },
+    el("span", { class: "result-title" }, note.title),
+    el("span", { class: "result-section" }, where(best)),
+    el("span", { class: "result-snippet" }, highlighted(snippetOf(best.text, words), words)),
+    el("span", { class: "result-meta" },
+      `score ${note.score.toFixed(4)} · ${best.via} · lines ${best.line_start}–${best.line_end}`));
+  const item = el("li", { class: "result" }, link);
+  if (more.length) {
+    item.append(el("ul", { class: "result-sections" }, ...more.map((hit) => el("li", {},
+      el("a", { href: noteUrl(hit, query), class: "section-link" },
+        el("span", { class: "result-section" }, hit.section_path === "/" ? "(top)" : hit.section_path),
+        el("span", { class: "result-snippet" }, highlighted(snippetOf(hit.text, words), words)))))));
+  }
+  return item;
 }
 
 class Search {
@@ -164,10 +178,11 @@ class Search {
     const number = ++this.latest;
     const typedAt = this.lastKey;
     if (!query) { this.show([], "", number); return; }
-    params.set("k", "20");
+    params.set("k", "15");
+    params.set("sections", "3");
     let hits;
     try {
-      const response = await fetch(`/api/search?${params}`);
+      const response = await fetch(`/api/notes?${params}`);
       const body = await response.json();
       if (!response.ok) { this.fail(body.error || `error ${response.status}`, number); return; }
       hits = body;
@@ -204,7 +219,7 @@ class Search {
     if (!query) return "";
     const filtered = ["type", "tag", "lang"].some((name) => this.form.querySelector(`#${name}`).value.trim());
     if (!count) return `No results for “${query}”${filtered ? " with these filters" : ""}.`;
-    return `${count} result${count === 1 ? "" : "s"} for “${query}”${filtered ? " (filtered)" : ""}`;
+    return `${count} note${count === 1 ? "" : "s"} for “${query}”${filtered ? " (filtered)" : ""}`;
   }
 
   key(event) {
