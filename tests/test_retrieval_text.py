@@ -20,7 +20,8 @@ from mindnet.retrieval_text import retrieval_text
     ("Text.\n\n[a]: <b c> (title)", "Text."),
     ("[^1]: a footnote is prose", "[^1]: a footnote is prose"),
     ("<!-- omit in toc -->\n# Recipes", "# Recipes"),
-    ("Intro <!-- a\nmultiline comment --> outro", "Intro  outro"),
+    ("Intro <!-- a\nmultiline comment --> outro", "Intro   outro"),
+    ("one<!-- x -->two", "one two"),
     ("![](assets/graph.png)", ""),
     ("![screenshot](shot.png) ![Graph of linked notes](g.png)", "Graph of linked notes"),
     ('<img src="a.png" alt="The tag explorer">', "The tag explorer"),
@@ -47,7 +48,7 @@ def test_code_is_kept_byte_for_byte() -> None:
 
 def test_an_unclosed_fence_runs_to_the_end_and_is_kept() -> None:
     text = "Before <!-- c -->\n~~~\n[a]: b\nhttp://z"
-    assert retrieval_text(text) == "Before \n~~~\n[a]: b\nhttp://z"
+    assert retrieval_text(text) == "Before  \n~~~\n[a]: b\nhttp://z"
 
 
 _WORDS = re.compile(r"\w+")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-RETRIEVAL_TEXT_VERSION = 2
+RETRIEVAL_TEXT_VERSION = 3
 """Bump when `retrieval_text` reads a chunk otherwise: it is part of every store's chunking hash, so the
 vectors are made again (from the embedding cache where a text is unchanged)."""
 
@@ -79,7 +79,7 @@ def _prose(part: str) -> str:
 
 
 def _reduce(s: str) -> str:
-    s = _COMMENT.sub("", s)
+    s = _COMMENT.sub(" ", s)  # a space: "a<!-- x -->b" is two words, not one
     s = _LINK_DEFINITION.sub("", s)
     s = _ONLY_IMAGES.sub(lambda m: " ".join(filter(None, (_alt(a) for a in _alts(m.group(0))))), s)
     return _ONLY_URLS.sub("", s)
