@@ -854,7 +854,8 @@ def e5_direction(cell: str) -> str:
     return "mixed" if searched == "mixed" else ("same" if asked == searched else "cross")
 
 
-def measure_e5(fetched: list[CellLists], result: dict[str, object]) -> dict[str, dict[str, dict[str, float]]]:
+def measure_e5(fetched: list[CellLists], result: dict[str, object], rules: bool = True
+               ) -> dict[str, dict[str, dict[str, float]]]:
     """The e5 figures of `loo --e5`: single lists into `result["singles"]`, the choice sets returned.
 
     `hybrid + e5` is the default's fusion with the e5 weights among the knobs, `e5 by language` the
@@ -876,6 +877,8 @@ def measure_e5(fetched: list[CellLists], result: dict[str, object]) -> dict[str,
     choices["hybrid (rule knobs, no e5)"] = {
         _tuning_label(t): {c.name: replay(plain[c.name], "hybrid", t)["all"].ndcg_5 for c in fetched}
         for t in RULE_TUNINGS}
+    if not rules:
+        return choices
     choices["e5 by language"] = {f"{_tuning_label(t)} e5 same={rule.same} other={rule.other}": {
         c.name: replay_rule(c.real, t, rule) for c in fetched} for t in rule_tunings() for rule in E5_RULES}
     print(f"  e5 by language: {len(choices['e5 by language'])} settings in {time.perf_counter() - started:.0f}s",
@@ -958,7 +961,7 @@ def run_loo(args: argparse.Namespace) -> None:
                 for cfg in CONVEX}
             run_variants(fetched, result["singles"], choices)  # type: ignore[arg-type]
         if args.e5:
-            choices.update(measure_e5(with_tier, result))
+            choices.update(measure_e5(with_tier, result, rules=not args.no_e5_rules))
             result["e5_windows"] = e5_window_counts(with_tier)
             if args.e5_latency:
                 result["e5_latency"] = e5_latency(with_tier, args.e5_latency)
@@ -1764,6 +1767,9 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")
     lo.add_argument("--e5", action="store_true", help="fill the e5 tier of every cell's store and measure it")
     lo.add_argument("--e5-fixed", action="store_true", help="with --e5: the fixed-window baselines too")
+    lo.add_argument("--no-e5-rules", action="store_true",
+                    help="with --e5: leave out the per-language e5 rules (224 more replays; their cached feedback "
+                         "answers took 18 GB over 22 cells)")
     lo.add_argument("--e5-latency", default="", help="with --e5: time e5's query cost on this cell (50 queries)")
     ho = sub.add_parser("heldout", help="the report-only cells (msdocs, zettlr) at the current defaults")
     ho.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused (as loo's)")
