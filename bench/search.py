@@ -961,7 +961,7 @@ def run_loo(args: argparse.Namespace) -> None:
                 for cfg in CONVEX}
             run_variants(fetched, result["singles"], choices)  # type: ignore[arg-type]
         if args.e5:
-            choices.update(measure_e5(with_tier, result, rules=not args.no_e5_rules))
+            choices.update(measure_e5(with_tier, result, rules=not getattr(args, "no_e5_rules", False)))
             result["e5_windows"] = e5_window_counts(with_tier)
             if args.e5_latency:
                 result["e5_latency"] = e5_latency(with_tier, args.e5_latency)
