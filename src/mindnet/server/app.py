@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any
 
-from fastapi import Body, FastAPI, Query, Request
+from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
@@ -54,6 +54,24 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
+def search_filters(
+    type: Annotated[list[str] | None, Query()] = None,
+    tag: Annotated[list[str] | None, Query()] = None,
+    lang: str | None = None,
+    path: str | None = None,
+    area: str | None = None,
+    project: str | None = None,
+    note: Annotated[list[str] | None, Query()] = None,
+    date_from: Annotated[str | None, Query(alias="from")] = None,
+    date_to: Annotated[str | None, Query(alias="to")] = None,
+) -> SearchFilters:
+    """The search filters of `/api/search` and `/api/notes`, as query parameters (one place for both)."""
+    return SearchFilters(
+        type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
+        path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
+    )
+
+
 def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> FastAPI:
     """The API over one resident index; `info` (url, pid) is added to `/api/status`."""
     app = FastAPI(title="mindnet", version=__version__, docs_url=None, redoc_url=None,
@@ -73,26 +91,14 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
     def search(
         q: Annotated[list[str], Query(min_length=1, max_length=MAX_QUERIES,
                                       description="The query; several are fused by rank.")],
+        filters: Annotated[SearchFilters, Depends(search_filters)],
         k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
         mode: Annotated[str, Query(pattern="^(" + "|".join(MODES) + ")$")] = "hybrid",
         by_note: bool = False,
         expand: bool = False,
-        type: Annotated[list[str] | None, Query()] = None,
-        tag: Annotated[list[str] | None, Query()] = None,
-        lang: str | None = None,
-        path: str | None = None,
-        area: str | None = None,
-        project: str | None = None,
-        note: Annotated[list[str] | None, Query()] = None,
-        date_from: Annotated[str | None, Query(alias="from")] = None,
-        date_to: Annotated[str | None, Query(alias="to")] = None,
         explain: Annotated[bool, Query(description="Each hit's parts: every list's rank and share of the "
                                                    "score (one query only).")] = False,
     ) -> list[dict[str, Any]]:
-        filters = SearchFilters(
-            type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
-            path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
-        )
         hits = index.search_many(q, k=k, mode=mode, filters=filters, expand=expand, by_note=by_note, explain=explain)
         return [h.as_dict() for h in hits]
 
@@ -100,24 +106,12 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
     def notes(
         q: Annotated[list[str], Query(min_length=1, max_length=MAX_QUERIES,
                                       description="The query; several are fused by rank.")],
+        filters: Annotated[SearchFilters, Depends(search_filters)],
         k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
         sections: Annotated[int, Query(ge=1, le=MAX_SECTIONS)] = 3,
         mode: Annotated[str, Query(pattern="^(" + "|".join(MODES) + ")$")] = "hybrid",
-        type: Annotated[list[str] | None, Query()] = None,
-        tag: Annotated[list[str] | None, Query()] = None,
-        lang: str | None = None,
-        path: str | None = None,
-        area: str | None = None,
-        project: str | None = None,
-        note: Annotated[list[str] | None, Query()] = None,
-        date_from: Annotated[str | None, Query(alias="from")] = None,
-        date_to: Annotated[str | None, Query(alias="to")] = None,
         explain: bool = False,
     ) -> list[dict[str, Any]]:
-        filters = SearchFilters(
-            type=tuple(type or ()), tags=tuple(tag or ()), area=area, project=project, lang=lang,
-            path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to,
-        )
         found = index.search_notes(q[0] if len(q) == 1 else q, k=k, sections=sections, mode=mode, filters=filters,
                                    explain=explain)
         return [n.as_dict() for n in found]
