@@ -165,10 +165,11 @@ def test_the_default_size_limit_reads_as_the_readme_states_it(tmp_path: Path) ->
         "big.md: error: file is 6.0 MiB, over the 5.0 MiB limit (max_file_bytes)",
         "edge.md: error: file is 5,242,881 bytes, over the 5.0 MiB limit of 5,242,880 bytes (max_file_bytes)",
     ]
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    root = Path(__file__).resolve().parents[1]
+    readme, guide = ((root / name).read_text(encoding="utf-8") for name in ("README.md", "docs/bad-input.md"))
     assert "over the 5.0 MiB limit (max_file_bytes)" in readme
-    assert "| file size | `max_file_bytes` / `MINDNET_MAX_FILE_BYTES` | 5.0 MiB |" in readme
-    assert not re.search(r"\d MB limit|limited to \d+ MB", readme)
+    assert "| file size | `max_file_bytes` / `MINDNET_MAX_FILE_BYTES` | 5.0 MiB |" in guide
+    assert not re.search(r"\d MB limit|limited to \d+ MB", readme + guide)
 
 
 @given(st.integers(0, 2**40))

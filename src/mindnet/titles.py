@@ -11,7 +11,7 @@ A name is evidence for a note only as far as it singles the note out. When many 
 same name (every paragraph of an imported article under the article's title, a "README" in each
 folder, daily notes titled by a weekday) the name says which *group* the query is about, not
 which note, and lifting the whole group above the content lists' best hit is what made the plain
-list cost XQuAD up to 0.027 nDCG@5. So every match carries its `share`: 1 / the number of notes
+list cost XQuAD nDCG (docs/benchmarks.md). So every match carries its `share`: 1 / the number of notes
 that carry the matched name, as title or alias or as the `area` or `project` their frontmatter
 puts them in, and fusion weighs the note by it (`fusion.add_title_list`).
 

@@ -12,9 +12,8 @@ everything a citation needs (note, section, span, lines). Three modes:
 Graph expansion (`expand=True`) adds the prev/next chunks of the top hits and the best chunk (by
 the query's dense score) of every note linked from or to a top note, each scored below the hit
 that led to it (`adjacent_decay`, `link_decay`), so expansion never reorders what search found.
-It is off by default: per-note nDCG is unchanged on every set measured (it only adds context
-around hits), and re-ranking by links (`link_boost`) lowered nDCG@10 (foam-docs 0.834 -> 0.772
-at 0.3). Use it to give an LLM the surroundings of a hit.
+It is off by default: it only adds context around hits, and re-ranking by links (`link_boost`)
+lowered nDCG (docs/benchmarks.md, "Graph expansion"). Use it to give an LLM the surroundings of a hit.
 """
 
 from __future__ import annotations

@@ -51,9 +51,8 @@ MEASURED_BM25 = Bm25Shape(k=1.2, b=0.3, avg_len=64.0)
 (issue 15): chunks hold ~90 BM25 tokens (foam-docs 89, XQuAD 80), far below the engine's assumed
 256, so with its defaults every document counts as short and a term's weight saturates at its
 first occurrence (an effective k of ~0.6); `b` is low because a section's first chunk indexes the
-whole section (`points.contextual_lexical`). It lifts the BM25 list (mean nDCG@5 0.728 -> 0.745
-with `lexical_query(strict=True)`) but not the default's fusion out of sample, so it is not the
-import's shape yet."""
+whole section (`points.contextual_lexical`). Figures: docs/benchmarks.md, "The 12 dev cells, out of
+sample"."""
 NOTE_BM25 = Bm25Shape(k=1.2, b=0.5, avg_len=40.0)
 """The shape of a note's fielded document (`points.note_lexical`: title, aliases, headings, path): a few dozen
 words, and a note with many headings should not lose much for having them, so length counts half."""
