@@ -78,3 +78,25 @@ def test_measured_figures_stay_out_of_the_code() -> None:
 def test_the_anchor_rule() -> None:
     assert anchors("## Search quality (issue 25)\n```\n# not\n```\n### `--explain`\n") == {
         "search-quality-issue-25", "--explain"}
+
+
+def test_every_toml_example_is_a_valid_configuration(tmp_path: Path) -> None:
+    from mindnet.config import load_settings
+
+    blocks = [(path, block) for path in DOCS
+              for block in re.findall(r"```toml\n(.*?)```", path.read_text(encoding="utf-8"), re.S)]
+    assert blocks
+    for n, (path, block) in enumerate(blocks):
+        file = tmp_path / f"{path.stem}-{n}.toml"  # a ConfigError names the guide and the bad key
+        file.write_text(block, encoding="utf-8")
+        load_settings(config_file=file, env={})
+
+
+def test_every_environment_variable_named_exists() -> None:
+    from mindnet.config import env_names
+
+    others = {"MINDNET_API_KEY", "MINDNET_DEBUG", "MINDNET_TEST_QDRANT_URL", "MINDNET_SCREENSHOTS"}
+    named = {v for path in DOCS for v in re.findall(r"MINDNET_[A-Z_]+", path.read_text(encoding="utf-8"))}
+    assert named - set(env_names()) - others == set()
+    for variable in others - {"MINDNET_TEST_QDRANT_URL", "MINDNET_SCREENSHOTS"}:
+        assert any(variable in p.read_text(encoding="utf-8") for p in (ROOT / "src").rglob("*.py")), variable

@@ -85,16 +85,17 @@ class Settings:
     strategy_by_type: Mapping[str, str] = field(default_factory=dict)
     model: str = "use"
     quality_tier: bool = False
-    """Fill the e5 vector after each import. Off by default until search fuses it (issue 7)."""
+    """Fill the e5 vector after each import (slow; `mindnet serve` fills it in the background anyway).
+    What it gains: docs/decisions/e5-weights.md."""
     embed_title_prefix: bool = True
     dense_context: float = 0.25
     """Weight of the chunk's H2 section in its stored dense vector: unit(v + w · unit(mean of the
     section's chunk vectors)); 0 stores each chunk's own vector. A short chunk alone is a weak
-    query target; its section says what it is about (issue 15, `bench/search.py loo`)."""
+    query target; its section says what it is about (docs/decisions/chunk-context.md)."""
     dense_note_tokens: float = 0.0
     """Tokens' worth of its note's topic added to a chunk's stored dense vector: + (K / n) ·
     unit(mean of the note's chunk vectors), n the chunk's tokens; 0 (default) adds none. Lifts
-    dense alone in every `loo` cell at 60, but not yet the default fusion (`points.contextual_vectors`)."""
+    dense alone in every `loo` cell at 60, but not yet the default fusion (docs/decisions/chunk-context.md)."""
     note_vectors: bool = True
     """Give each note note-level evidence, held by its lead chunk: the note's `NOTE_WINDOW_TOKENS`-token
     windows (title and retrieval text) as a `note` multivector, and its fielded BM25 document (title,
@@ -103,18 +104,20 @@ class Settings:
     lexical_sections: bool = True
     """BM25 indexes the first chunk of each H2 section as the whole section, the others as their
     own text; off indexes every chunk alone. A question's terms are spread over several small
-    chunks of one section, and the section is the unit that holds them together (issue 15)."""
+    chunks of one section, and the section is the unit that holds them together
+    (docs/decisions/chunk-context.md)."""
     lexical_shape: str = "measured"
     """BM25's document constants for chunks (`store.lexical.BM25_SHAPES`): `measured` (default), b 0.3
     and avg_len 64 for chunks of ~90 tokens (issue 15, `bench/bm25_shape.py`), or `engine`, the engine's
     k 1.2, b 0.75, avg_len 256, which assume documents three times longer than a chunk. Part of the
-    store's chunking hash: a change re-chunks the store once (embeddings come from the cache)."""
+    store's chunking hash: a change re-chunks the store once (embeddings come from the cache).
+    Figures: docs/decisions/bm25-query-and-shape.md."""
     lexical_strict: bool = True
     """Search BM25 with `lexical_query(strict=True)` (default): a word that is a stopword in any vault
     language is no query term, and each word's stem is put through the other languages' rules. Off
     encodes the query under each language's rules alone, so a German function word ("als", "die")
-    matches as a rare term in chunks detected as English: on the held-out msdocs slice BM25 alone fell
-    to nDCG@5 0.19 (0.47 over fixed windows) that way. Query side only, so it needs no rebuild."""
+    matches as a rare term in chunks detected as English (docs/decisions/bm25-query-and-shape.md).
+    Query side only, so it needs no rebuild."""
     threads: int = 0
     """Forward-pass threads; 0: USE picks them from the measured load, e5 one per core."""
     embed_ahead: int = 2

