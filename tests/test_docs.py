@@ -100,3 +100,12 @@ def test_every_environment_variable_named_exists() -> None:
     assert named - set(env_names()) - others == set()
     for variable in others - {"MINDNET_TEST_QDRANT_URL", "MINDNET_SCREENSHOTS"}:
         assert any(variable in p.read_text(encoding="utf-8") for p in (ROOT / "src").rglob("*.py")), variable
+
+
+def test_every_document_the_code_names_exists() -> None:
+    """Docstrings point at docs/benchmarks.md and the decision records for their figures: those must exist."""
+    named = {(path.relative_to(ROOT).as_posix(), name)
+             for path in sorted((ROOT / "src" / "mindnet").rglob("*.py"))
+             for name in re.findall(r"docs/[\w/.-]+\.md", path.read_text(encoding="utf-8"))}
+    assert named
+    assert [f"{source}: {name}" for source, name in sorted(named) if not (ROOT / name).is_file()] == []

@@ -6,7 +6,7 @@ question asks about: link reference definitions (`[slug]: path 'Title'`), HTML c
 hold only images (kept as their alt text when it says something) and lines that hold only URLs. A
 chunk made of them looks, to a sentence encoder, like a list of every topic it links to, and to BM25
 like a page full of link titles. Prose keeps its links whole: a link's words and its target's slug
-are often the best words a line has (docs/decisions/retrieval-text.md).
+are often the best words a line has (docs/decisions/search-representation.md).
 
 Code is never touched: fenced blocks and inline code spans pass through unchanged.
 """
