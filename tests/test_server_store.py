@@ -44,7 +44,7 @@ SERVER_URL = os.environ.get("MINDNET_TEST_QDRANT_URL")
 def server(request: pytest.FixtureRequest) -> Iterator[ClientStore]:
     """qdrant-client's in-process engine, and a real server when MINDNET_TEST_QDRANT_URL names one."""
     if request.param == "server" and not SERVER_URL:
-        pytest.skip("set MINDNET_TEST_QDRANT_URL to a Qdrant server (see README: Development) to run the lease "
+        pytest.skip("set MINDNET_TEST_QDRANT_URL to a Qdrant server (see docs/development.md) to run the lease "
                     "contract against it")
     url = ":memory:" if request.param == "memory" else str(SERVER_URL)
     store = ClientStore(url, prefix=f"t{uuid.uuid4().hex[:10]}", api_key=os.environ.get("MINDNET_TEST_QDRANT_API_KEY"))

@@ -40,7 +40,7 @@ SCHEMA = StoreSchema(vectors=(USE,), chunking_hash="c1")
 
 _ADAPTERS = ["edge", "memory", "server"]
 SERVER_URL = os.environ.get("MINDNET_TEST_QDRANT_URL")
-NO_SERVER = "set MINDNET_TEST_QDRANT_URL to a Qdrant server (see README: Development) to run the server contract"
+NO_SERVER = "set MINDNET_TEST_QDRANT_URL to a Qdrant server (see docs/development.md) to run the server contract"
 
 StoreFactory = Callable[[], Store]
 
