@@ -109,3 +109,27 @@ def test_every_document_the_code_names_exists() -> None:
              for name in re.findall(r"docs/[\w/.-]+\.md", path.read_text(encoding="utf-8"))}
     assert named
     assert [f"{source}: {name}" for source, name in sorted(named) if not (ROOT / name).is_file()] == []
+
+
+def test_every_setting_is_documented() -> None:
+    """docs/configuration.md names every key a `mindnet.toml` may hold (derived fields excepted)."""
+    import dataclasses
+
+    from mindnet.config import RecursiveSettings, Settings
+
+    guide = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    derived = {"notices", "recursive_by_type", "strategy_by_type"}
+    keys = {f.name for cls in (Settings, RecursiveSettings) for f in dataclasses.fields(cls)} - derived
+    assert sorted(k for k in keys if f"`{k}" not in guide and f"[{k}" not in guide) == []
+
+
+def test_every_mcp_tool_argument_is_documented() -> None:
+    import inspect
+
+    from mindnet.mcp.tools import tool_functions
+
+    guide = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
+    for tool in tool_functions(None):  # type: ignore[arg-type]
+        assert f"### `{tool.__name__}`" in guide
+        missing = [a for a in inspect.signature(tool).parameters if f"`{a}`" not in guide]
+        assert missing == [], f"{tool.__name__}: {missing}"
