@@ -31,7 +31,7 @@ def anchors(markdown: str) -> set[str]:
     """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
     found = set()
     for heading in re.findall(r"^#{1,6}\s+(.+?)\s*#*$", FENCE.sub("", markdown), re.M):
-        text = re.sub(r"[`*_]", "", heading).lower()
+        text = re.sub(r"[`*]", "", heading).lower()  # rendered text: code and emphasis marks go
         found.add(re.sub(r"[^\w\- ]", "", text).replace(" ", "-"))
     return found
 

