@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import resource
+import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -73,3 +75,18 @@ def dump_json(data: Any) -> None:
     """Machine-readable output for `--json`: one document on stdout, nothing else."""
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
+
+
+def server_url(proc: subprocess.Popen[bytes], vault: Path, poll: float) -> str:
+    """The URL a spawned `mindnet serve` writes to the vault's `.mindnet/server.json`, once it is its own
+    (a stale file of an earlier server names another pid); exits if the server dies first."""
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"mindnet serve exited with {proc.returncode}")
+        try:
+            address = json.loads((vault / ".mindnet" / "server.json").read_text())
+            if address["pid"] == proc.pid:
+                return str(address["url"])
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(poll)

@@ -1116,8 +1116,12 @@ def print_e5_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
 
 HELD_OUT_ROWS: tuple[tuple[str, str, str], ...] = (
     ("bm25 (fixed)", "fixed", "lexical"), ("dense (fixed)", "fixed", "dense"),
-    ("bm25", "real", "lexical"), ("dense", "real", "dense"), ("hybrid default", "real", "hybrid"))
-"""The rows of `heldout`: (label, which store's lists, mode). The hybrid row is `SearchTuning()`,
+    ("bm25", "real", "lexical"), ("dense", "real", "dense"),
+    ("bm25 chunks+notes", "real", "lexical-all"), ("dense chunks+notes", "real", "dense-all"),
+    ("hybrid default", "real", "hybrid"))
+"""The rows of `heldout`: (label, which store's lists, mode). "bm25"/"dense" are the chunk lists alone;
+"... chunks+notes" add the note-level list of the same kind by plain RRF, as `loo`'s singles do (mindnet's
+whole dense or BM25 representation). The hybrid row is `SearchTuning()`,
 with the e5 list in it when `--e5` filled the tier (as `serve` searches)."""
 HELD_OUT_E5_ROW = ("dense e5", "real", "dense-e5")
 """The extra row of `heldout --e5`: the quality tier's list alone."""

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import MSDOCS, dump_json, table
+from _common import MSDOCS, dump_json, server_url, table
 
 CLI = [sys.executable, "-c", "from mindnet.cli import main; main()"]
 RUN = f"{int(time.time()):x}"
@@ -55,19 +55,7 @@ class Served:
         self._log = log.open("w")
         self.proc = subprocess.Popen([*CLI, "serve", str(vault), "--port", "0", "--no-e5"], stdout=self._log,
                                      stderr=subprocess.STDOUT)
-        self.url = self._wait_address()
-
-    def _wait_address(self) -> str:
-        while True:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"mindnet serve exited with {self.proc.returncode}")
-            try:
-                address = json.loads((self.vault / ".mindnet" / "server.json").read_text())
-                if address["pid"] == self.proc.pid:
-                    return str(address["url"])
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.1)
+        self.url = server_url(self.proc, self.vault, 0.1)
 
     def get(self, path: str, **params: Any) -> Any:
         url = f"{self.url}{path}?{urllib.parse.urlencode(params, doseq=True)}"

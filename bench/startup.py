@@ -48,7 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import CORPORA
+from _common import CORPORA, server_url
 
 PYTHON = sys.executable
 MINDNET = [str(Path(sys.executable).with_name("mindnet"))]
@@ -111,20 +111,8 @@ class Serve:
         self.spawned = time.perf_counter()
         self.proc = subprocess.Popen([*MINDNET, "serve", str(vault), "--port", "0", *args], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = self._address()
+        self.url = server_url(self.proc, self.vault, 0.005)
         self.ready_after = self._ready()
-
-    def _address(self) -> str:
-        while True:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"mindnet serve exited with {self.proc.returncode}")
-            try:
-                address = json.loads((self.vault / ".mindnet" / "server.json").read_text())
-                if address["pid"] == self.proc.pid:
-                    return str(address["url"])
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.005)
 
     def _ready(self) -> float:
         """Seconds from spawn until `/api/health` says ok (it says "starting" while warming up)."""

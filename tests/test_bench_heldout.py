@@ -11,7 +11,6 @@ trivial and the figure dishonest).
 from __future__ import annotations
 
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import corpus
+from question_words import longest_shared_run, words
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
@@ -122,28 +122,13 @@ def test_every_judged_note_is_in_the_slice() -> None:
             assert not missing, (q.query_id, missing)
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[\wäöüß-]+", text.lower())
-
-
-def _longest_shared_run(query: list[str], line: list[str]) -> int:
-    best = 0
-    for i in range(len(query)):
-        for j in range(len(line)):
-            k = 0
-            while i + k < len(query) and j + k < len(line) and query[i + k] == line[j + k]:
-                k += 1
-            best = max(best, k)
-    return best
-
-
 def test_no_german_question_repeats_a_judged_title_or_heading() -> None:
     """At most three consecutive words shared with any title or heading line of the notes it is judged on."""
     docs = corpus("msdocs-skype-teams-de/docs")
     for q in load_vault_queries(GOLDEN / FILES[0]):
-        words = _words(q.query)
+        asked = words(q.query)
         for rel in (*q.relevant, *q.partial):
             lines = [ln for ln in (docs / rel).read_text(encoding="utf-8").splitlines()
                      if ln.startswith("#") or ln.startswith("title:")]
-            worst = max((_longest_shared_run(words, _words(ln)) for ln in lines), default=0)
+            worst = max((longest_shared_run(asked, words(ln)) for ln in lines), default=0)
             assert worst <= 3, (q.query_id, rel, worst)

@@ -11,7 +11,6 @@ more than three consecutive words of a heading or title of a note it is judged o
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import corpus
+from question_words import longest_shared_run, words
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
@@ -221,21 +221,6 @@ def test_a_missing_corpus_is_one_line_naming_the_folder(tmp_path: Path) -> None:
     assert not (tmp_path / "vault").exists()
 
 
-def _words(text: str) -> list[str]:
-    return re.findall(r"[\wäöüß-]+", text.lower())
-
-
-def _longest_shared_run(query: list[str], line: list[str]) -> int:
-    best = 0
-    for i in range(len(query)):
-        for j in range(len(line)):
-            k = 0
-            while i + k < len(query) and j + k < len(line) and query[i + k] == line[j + k]:
-                k += 1
-            best = max(best, k)
-    return best
-
-
 def test_no_question_repeats_a_judged_title_or_heading() -> None:
     """Keyword questions aside, at most three consecutive words shared with any heading or title line
     of a note the question is judged on, in the English vault and (German pages) in the mixed one."""
@@ -246,9 +231,9 @@ def test_no_question_repeats_a_judged_title_or_heading() -> None:
             if row["category"] == "keyword":
                 continue
             files = {docs / "en" / p for p in _judged(row, "en")} | {mixed[p] for p in _judged(row, "mixed")}
-            words = _words(str(row["query"]))
+            asked = words(str(row["query"]))
             for path in files:
                 lines = [ln for ln in path.read_text(encoding="utf-8").splitlines()
                          if ln.startswith("#") or ln.startswith("title:")]
-                worst = max((_longest_shared_run(words, _words(ln)) for ln in lines), default=0)
+                worst = max((longest_shared_run(asked, words(ln)) for ln in lines), default=0)
                 assert worst <= 3, (row["id"], name, path.relative_to(docs).as_posix(), worst)
