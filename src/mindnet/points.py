@@ -151,44 +151,37 @@ class WindowText(str):
     __slots__ = ()
 
 
-def note_windows(note: Note, chunks: Sequence[Chunk]) -> list[str]:
-    """What the model sees of a note as a whole: its title and retrieval text, in windows of whole chunks.
+def token_windows(text: str, tokenizer: Tokenizer, size: int) -> list[tuple[int, int]]:
+    """Char spans of consecutive `size`-token windows tiling `text` (the model's own pieces), no overlap;
+    windows holding only whitespace are dropped."""
+    if not text.strip():
+        return []
+    pieces = tokenizer.pieces(text)
+    spans = [(pieces[i][0], pieces[min(i + size, len(pieces)) - 1][1]) for i in range(0, len(pieces), size)]
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def note_windows(note: Note, tokenizer: Tokenizer) -> list[str]:
+    """What the model sees of a note as a whole: its title and retrieval text, cut into windows of
+    `NOTE_WINDOW_TOKENS` of the model's own tokens.
 
     Why windows: documentation notes are cut into chunks of ~100 tokens, and a question about what a
     whole short note does (how to publish, what a feature is for) matches no single chunk as well as it
-    matches the note read in one piece. A window packs the note's consecutive chunks (their new content,
-    without the overlap) up to `NOTE_WINDOW_TOKENS`, so a short note is one window, and an edit changes
-    only the window that holds the edited chunk. Empty for a note without prose.
+    matches the note read in one piece. Why token windows and not windows of whole chunks: packing
+    chunks (an edit would change one window) gave shorter windows, and the leave-one-cell-out rule then
+    dropped the note-level list (docs/decisions/search-representation.md). Empty for a note without prose.
     """
-    out: list[str] = []
-    for start, end in _window_spans(chunks):
-        body = retrieval_text(note.fulltext[start:end])
-        if body:
-            out.append(WindowText(f"{note.title}\n\n{body}" if note.title else body))
-    return out[:NOTE_MAX_WINDOWS]
+    body = retrieval_text(note.fulltext)
+    if not body:
+        return []
+    text = f"{note.title}\n\n{body}" if note.title else body
+    spans = token_windows(text, tokenizer, NOTE_WINDOW_TOKENS)[:NOTE_MAX_WINDOWS]
+    return [WindowText(text[a:b]) for a, b in spans]
 
 
-def _window_spans(chunks: Sequence[Chunk]) -> list[tuple[int, int]]:
-    """Spans of the note's body covered by consecutive chunks, each up to `NOTE_WINDOW_TOKENS` (a chunk
-    larger than that is a window of its own); chunks in reading order, overlaps counted once."""
-    spans: list[tuple[int, int]] = []
-    start = end = tokens = 0
-    for c in sorted(chunks, key=lambda c: c.char_start):
-        if spans or tokens:
-            if tokens + c.token_count > NOTE_WINDOW_TOKENS:
-                spans.append((start, end))
-                start, tokens = c.content_start, 0
-        else:
-            start = c.content_start
-        end, tokens = max(end, c.char_end), tokens + c.token_count
-    if tokens:
-        spans.append((start, end))
-    return spans
-
-
-def note_inputs(note: Note, chunks: Sequence[Chunk], settings: Settings) -> list[str]:
+def note_inputs(note: Note, settings: Settings, tokenizer: Tokenizer) -> list[str]:
     """The note's windows (`note_windows`) when the import gives notes note-level vectors, else none."""
-    return note_windows(note, chunks) if settings.note_vectors else []
+    return note_windows(note, tokenizer) if settings.note_vectors else []
 
 
 def note_lexical(note: Note, chunks: Sequence[Chunk]) -> SparseVec:

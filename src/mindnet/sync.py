@@ -560,7 +560,7 @@ class _EmbedWhileReading:
             self._submit()
         self._batch.notes.append(note)
         self._batch.texts.extend(embedding_input(chunk, self.settings) for chunk in chunks)
-        self._batch.texts.extend(note_inputs(note, chunks, self.settings))
+        self._batch.texts.extend(note_inputs(note, self.settings, self.tokenizer))
         self._batch.chunks += len(chunks)
 
     def read_all(self) -> None:
@@ -957,7 +957,7 @@ class ChunkWriter:
             batch.texts.append(embedding_input(chunk, self.settings, transcluded))
             if transcluded:
                 batch.extra[chunk.chunk_id] = transcluded
-        windows = note_inputs(note, chunks, self.settings)
+        windows = note_inputs(note, self.settings, default_tokenizer())
         batch.texts.extend(windows)
         batch.windows.append(len(windows))
         batch.notes.append(note)
