@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from conftest import corpus
@@ -100,6 +102,18 @@ def test_links_to_notes_added_later_resolve_as_in_one_import(tmp_path: Path) -> 
     for rel in LATER:
         shutil.move(held / rel, vault / rel)
     imported(vault)
+    assert _differences(store_payloads(vault), _fixture()) == []
+
+
+@pytest.mark.parametrize("batch_notes", [1, 7])
+def test_small_import_batches_write_what_one_batch_writes(tmp_path: Path, batch_notes: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Notes loaded, linked and written a few at a time, and only the first few embedded during the read."""
+    import mindnet.sync
+
+    monkeypatch.setattr(mindnet.sync._EmbedWhileReading, "EARLY_CHUNKS", 20)
+    vault = _copy(tmp_path)
+    imported(vault, Settings(import_batch_notes=batch_notes))
     assert _differences(store_payloads(vault), _fixture()) == []
 
 

@@ -865,6 +865,9 @@ class _NotWhileReading:
     def read_all(self) -> None:
         return None
 
+    def note(self, path: str) -> None:
+        return None
+
     def parsed(self, note: Any) -> None:
         return None
 
