@@ -357,3 +357,30 @@ def test_the_api_refuses_the_same_dates_for_every_interface() -> None:
     with pytest.raises(MindnetError, match=r"^created_to needs an ISO date"):
         SearchFilters(created_to="yesterday")
     assert SearchFilters(created_from="2025-09-03", created_to="2025-09-03T10:00").to_filter() is not None
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_progress_in_a_pipe_is_silent_for_a_short_import_and_says_counts_and_time_left_for_a_long_one() -> None:
+    """Issue 27: no terminal, no bars; a stage running for a while says where it is, at most every
+    `EVERY` seconds, and once when it ends."""
+    out, clock = io.StringIO(), _Clock()
+    lines = cli_queries.ProgressLines(out, clock)
+    for done in range(0, 101, 10):
+        lines("read", done, 100)
+    assert out.getvalue() == ""
+    for done in range(0, 1001, 1):
+        clock.now = 1.0 + done * 0.1  # 100 s for the stage
+        lines("chunk", done, 1000)
+    said = out.getvalue().splitlines()
+    assert 9 <= len(said) <= 11
+    assert said[0].startswith("chunk: 90/1000 in 9s, about 1m31s left")
+    assert said[-1] == "chunk: 1000/1000 in 1m40s"
+    lines("chunk", 1000, 1000)
+    assert len(out.getvalue().splitlines()) == len(said)

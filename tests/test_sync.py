@@ -869,6 +869,9 @@ class _NotWhileReading:
     def read_all(self) -> None:
         return None
 
+    def note(self, path: str) -> None:
+        return None
+
     def parsed(self, note: Any) -> None:
         return None
 
@@ -959,3 +962,18 @@ def test_a_note_whose_user_pattern_runs_away_is_skipped_and_the_others_import(
     assert "compost heaps" in texts["ok"]
     third, _ = run(root, settings=settings)
     assert third.notes_failed == 1  # tried again, not marked as done
+
+
+def test_progress_counts_every_stage_from_reading_to_the_note_points(vault: Path) -> None:
+    """Issue 27: the read is a stage with counts too, and each stage counts towards one total."""
+    calls: list[tuple[str, int, int]] = []
+    with Index(vault, Settings(import_batch_notes=5), embedder=FakeEmbedder()) as index:
+        index.import_vault(progress=lambda stage, done, total: calls.append((stage, done, total)))
+    stages = list(dict.fromkeys(stage for stage, _, _ in calls))
+    assert stages[0] == "read" and {"chunk", "embed", "link", "notes", "optimize"} <= set(stages)
+    for stage in stages:
+        mine = [(done, total) for s, done, total in calls if s == stage]
+        assert len({total for _, total in mine}) == 1, (stage, mine)
+        assert mine[-1][0] == mine[-1][1], (stage, mine)
+        assert [done for done, _ in mine] == sorted(done for done, _ in mine)
+    assert next(t for s, _, t in calls if s == "read") == 17

@@ -273,3 +273,28 @@ def test_every_corpus_file_becomes_one_note(folder: str, count: int) -> None:
     assert len(result.notes) == count
     assert result.problems == ()
     assert len({n.note_id for n in result.notes}) == count
+
+
+_STEMS = st.sampled_from(["index", "Index", "notes", "a"])
+_FOLDERS = st.sampled_from(["", "x/", "y/", "x/y/"])
+_EXPLICIT = st.sampled_from([None, "", "index", "twin"])
+
+
+@given(st.lists(st.tuples(_FOLDERS, _STEMS, _EXPLICIT, st.text(max_size=20)), max_size=12,
+                unique_by=lambda t: (t[0] + t[1]).casefold()))
+def test_slim_notes_get_the_ids_and_problems_whole_notes_get(files: list[tuple[str, str, str | None, str]]) -> None:
+    """Issue 27: an import keeps every note slim (no body, frontmatter reduced to its id) and makes ids
+    unique on those; the ids, the notes kept and the duplicates reported must be those of whole notes."""
+    from fakes import make_note
+    from mindnet.vault import assign_ids, slim_note
+
+    notes = []
+    for folder, stem, explicit, body in files:
+        front = {"id": explicit, "title": "T", "tags": ["a"]} if explicit is not None else {"title": "T"}
+        note = make_note(f"{folder}{stem}.md", body, note_id=explicit or stem.lower(), frontmatter=front)
+        notes.append(note)
+    whole, whole_problems = assign_ids(notes)
+    slim, slim_problems = assign_ids([slim_note(n) for n in notes])
+    assert [(n.path, n.note_id) for n in slim] == [(n.path, n.note_id) for n in whole]
+    assert slim_problems == whole_problems
+    assert all(n.fulltext == "" and set(n.frontmatter) <= {"id"} for n in slim)

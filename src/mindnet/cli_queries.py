@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import textwrap
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -348,7 +349,8 @@ def import_vault(
     else:
         from . import Index
 
-        with Index(vault, settings) as opened, progress_bars(stderr_is_terminal() and not as_json) as progress:
+        with Index(vault, settings) as opened, \
+                progress_bars(stderr_is_terminal() and not as_json, lines=not as_json) as progress:
             result = opened.import_vault(full=full, dry_run=dry_run, progress=progress).as_dict()
     for line in result["problems"]:
         say(line)
@@ -374,6 +376,46 @@ def summary_line(s: dict[str, Any]) -> str:
     )
 
 
+class ProgressLines:
+    """Progress where no bar can be drawn (a pipe, a log file), as plain lines on stderr (issue 27: a
+    long import in a pipe said nothing until it ended): a stage still running `EVERY` seconds after
+    the first call says its counts and the time left, again every `EVERY` seconds, and once more
+    when it ends. A short import stays silent."""
+
+    EVERY = 10.0
+
+    def __init__(self, stream: Any, clock: Any = time.monotonic) -> None:
+        self.stream = stream
+        self.clock = clock
+        self._began: float | None = None
+        self._started: dict[str, float] = {}
+        self._said: dict[str, float] = {}
+        """Stage → when it last said a line (absent: never; infinite: its last line is said)."""
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = self.clock()
+        if self._began is None:
+            self._began = now
+        started = self._started.setdefault(stage, now)
+        said = self._said.get(stage)
+        if said == float("inf"):
+            return
+        finished = total > 0 and done >= total
+        due = now - (said if said is not None else self._began) >= self.EVERY
+        if not (due or (finished and said is not None)):
+            return
+        self._said[stage] = float("inf") if finished else now
+        elapsed = now - started
+        left = f", about {_duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
+        self.stream.write(f"{stage}: {done}/{total} in {_duration(elapsed)}{left}\n")
+        self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
 def stderr_is_terminal() -> bool:
     """Whether progress bars can be drawn: stderr is a terminal."""
     try:
@@ -383,10 +425,11 @@ def stderr_is_terminal() -> bool:
 
 
 @contextmanager
-def progress_bars(enabled: bool) -> Iterator[Any]:
-    """A rich progress bar per import stage, drawn only on a terminal (rich loads only then)."""
+def progress_bars(enabled: bool, lines: bool = False) -> Iterator[Any]:
+    """A rich progress bar per import stage, drawn only on a terminal (rich loads only then); with
+    `lines` and no terminal, a plain line on stderr now and then (`ProgressLines`)."""
     if not enabled:
-        yield None
+        yield ProgressLines(sys.stderr) if lines else None
         return
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeRemainingColumn

@@ -123,6 +123,9 @@ class Settings:
     embed_ahead: int = 2
     """Batches of chunks (256 each) the import queues for the encoder, which embeds them on a thread of
     its own while the next notes are chunked and finished batches written; 0 does it all on one thread."""
+    import_batch_notes: int = 256
+    """Notes an import loads, chunks, links and writes at a time (issue 27): what it holds in memory
+    besides a few compact per-note records, whatever the vault's size."""
     store_path: str | None = None
     collection_prefix: str = "mindnet"
     qdrant_url: str | None = None
@@ -402,6 +405,7 @@ _FIELD_KINDS: dict[str, Any] = {
     "lexical_strict": bool,
     "threads": int,
     "embed_ahead": int,
+    "import_batch_notes": int,
     "shard_number": int,
     "replication_factor": int,
     "hnsw_m": int,

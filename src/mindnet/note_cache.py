@@ -42,7 +42,15 @@ SCHEMA = 1
 _TUPLE_FIELDS = frozenset(f.name for f in dataclasses.fields(Note) if str(f.type).startswith("tuple"))
 
 class NoteCache:
-    """`vault.ReadCache` on SQLite: one row per file, so an edit rewrites one row, not the file."""
+    """`vault.ReadCache` on SQLite: one row per file, so an edit rewrites one row, not the file.
+
+    Only each file's stat key stays in memory; a note is decoded from its row when asked for and
+    not kept (issue 27: a resident process held every parsed note of the vault). New entries are
+    written in batches of `SPILL` once `autosave` is on, so a cold read of a large vault holds a
+    batch of them, not the vault.
+    """
+
+    SPILL = 256
 
     def __init__(self, path: Path, settings: Settings) -> None:
         self.path = path
@@ -50,8 +58,10 @@ class NoteCache:
                                list(settings.languages), settings.frontmatter_max_nodes,
                                settings.frontmatter_max_depth])
         self.hits = 0
-        self._rows: dict[str, tuple[StatKey, str | Note]] = {}
-        """Path → (stat key, the note as JSON until first asked for, then the `Note`)."""
+        self.autosave = False
+        """Write new entries as they come (an import that writes); off, they wait for `save` (a dry run)."""
+        self._rows: dict[str, StatKey] = {}
+        """Path → stat key of its stored row."""
         self._put: dict[str, tuple[StatKey, Note, str]] = {}
         self._seen: set[str] = set()
         self._db: sqlite3.Connection | None = None
@@ -79,24 +89,26 @@ class NoteCache:
                 db.execute("DELETE FROM notes")
                 db.execute("DELETE FROM meta")
                 db.execute("INSERT INTO meta (key) VALUES (?)", (self.key,))
-        for path, mtime_ns, ctime_ns, size, ino, note in db.execute("SELECT * FROM notes"):
-            self._rows[path] = ((mtime_ns, ctime_ns, size, ino), note)
+        for path, mtime_ns, ctime_ns, size, ino in db.execute("SELECT path, mtime_ns, ctime_ns, size, ino FROM notes"):
+            self._rows[path] = (mtime_ns, ctime_ns, size, ino)
         self._db = db
 
     def get(self, rel: str, st: os.stat_result) -> Note | None:
         """The cached note of `rel` if the file is unchanged since it was cached, else None."""
         self._seen.add(rel)
-        row = self._rows.get(rel)
-        if row is None or row[0] != stat_key(st):
+        key = stat_key(st)
+        pending = self._put.get(rel)
+        if pending is not None:
+            return pending[1] if pending[0] == key else None
+        if self._rows.get(rel) != key or self._db is None:
             return None
-        note = row[1]
-        if isinstance(note, str):  # parsed on first use and kept: a long-lived Index reads it once
-            try:
-                note = _note(json.loads(note))
-            except (ValueError, TypeError, KeyError):
-                return None
-            self._rows[rel] = (row[0], note)
-        self.hits += 1
+        try:
+            row = self._db.execute("SELECT note FROM notes WHERE path = ?", (rel,)).fetchone()
+            note = _note(json.loads(row[0])) if row is not None else None
+        except (sqlite3.Error, ValueError, TypeError, KeyError):
+            return None
+        if note is not None:
+            self.hits += 1
         return note
 
     def put(self, rel: str, st: os.stat_result, note: Note) -> None:
@@ -112,20 +124,25 @@ class NoteCache:
         if json.loads(text)["frontmatter"] != note.frontmatter:
             return
         self._put[rel] = (key, note, text)
+        if self.autosave and len(self._put) >= self.SPILL:
+            self._write([], self._put)
 
     def save(self) -> None:
         """Write new entries and drop those of files no longer read; errors only cost the cache."""
-        gone = [(rel,) for rel in self._rows if rel not in self._seen]
-        rows = [(rel, *key, text) for rel, (key, _, text) in self._put.items()]
+        gone = [rel for rel in self._rows if rel not in self._seen and rel not in self._put]
+        self._write(gone, self._put)
+        self._seen.clear()
+
+    def _write(self, gone: list[str], put: dict[str, tuple[StatKey, Note, str]]) -> None:
+        rows = [(rel, *key, text) for rel, (key, _, text) in put.items()]
         if self._db is not None and (gone or rows):
             with contextlib.suppress(sqlite3.Error), self._db:
-                self._db.executemany("DELETE FROM notes WHERE path = ?", gone)
+                self._db.executemany("DELETE FROM notes WHERE path = ?", [(rel,) for rel in gone])
                 self._db.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?)", rows)
-            for (rel,) in gone:
+            for rel in gone:
                 self._rows.pop(rel, None)
-            self._rows.update((rel, (key, note)) for rel, (key, note, _) in self._put.items())
-        self._put.clear()
-        self._seen.clear()
+            self._rows.update((rel, key) for rel, (key, _, _) in put.items())
+        put.clear()
 
     def close(self) -> None:
         if self._db is not None:

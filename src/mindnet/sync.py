@@ -29,8 +29,8 @@ import os
 import socket
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -45,8 +45,8 @@ from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings, prepare_store_dir, store_dir
 from .embedding import Embedder, LoadAwareThreads, Vectors, load_average
 from .errors import ChunkingError, MindnetError, StoreError, VaultNotFoundError
-from .graph import EDGE_LAYOUT, Edge, EdgeDelta, EdgeList, edge_from_payload, incremental_edges, note_neighbors
-from .links import Link, Resolver
+from .graph import EDGE_LAYOUT, Edge, build_edges, diff_edges, edge_from_payload, note_neighbors, notes_to_relink
+from .links import Link, Resolver, note_keys
 from .note_cache import NoteCache
 from .points import (
     DENSE_VECTOR,
@@ -85,7 +85,7 @@ from .stores import open_local_store as open_local_store
 from .stores import open_server_store as open_server_store
 from .stores import open_store as open_store
 from .text import content_hash
-from .vault import Note, NoteProblem, read_vault
+from .vault import Note, NoteProblem, read_note, read_vault, stat_note
 
 Progress = Callable[[str, int, int], None]
 """`progress(stage, done, total)`; the CLI draws bars from it, the library stays silent."""
@@ -330,9 +330,14 @@ def _run(
     stored = cast(Store, _NothingStored()) if opened.pending else store
     states = stored.facet("notes", "sync_state")
     counted_from = (*_embedder_counts(embedder), ahead.windows_embedded)
-    # Every note of a fresh store is new: chunk and embed each as soon as it is read (issue 18).
+    # A fresh store's first notes are chunked and embedded as soon as they are read (issue 18).
     early = _EmbedWhileReading(ahead, settings, default_tokenizer()) if opened.pending and not dry_run else None
-    result = read_vault(vault, settings, StoredLanguages(stored), notes_cache, on_note=early)
+    notes_cache.autosave = not dry_run
+    langs = StoredLanguages(stored)
+    # Every note is kept slim (no body) through the import: the vault's size costs a compact record
+    # per note, and each note's text is loaded again, a batch at a time, where it is written (issue 27).
+    result = read_vault(vault, settings, langs, notes_cache, on_note=early, slim=True,
+                        progress=lambda done, total: progress("read", done, total))
     if early is not None:
         early.read_all()
     if not dry_run:
@@ -360,8 +365,10 @@ def _run(
         return summary
     tokenizer = default_tokenizer()  # loaded only now: an import that changes nothing never needs it
     resolver = Resolver(result.notes, result.attachments)
-    chunk_cache: dict[str, list[Chunk]] = {}
+    loader = _NoteLoader(vault, settings, notes_cache, langs, notes_by_id, early)
     parsed: dict[str, ParsedNote] = {}
+    chunk_cache: dict[str, list[Chunk]] = {}
+    """The parses and chunks of the batch at hand (and of the notes embedded during the read)."""
 
     def parsed_of(note: Note) -> ParsedNote:
         if note.note_id not in parsed:
@@ -382,7 +389,30 @@ def _run(
     def links_of(note: Note) -> tuple[Link, ...]:
         return parsed_of(note).links
 
-    failures = _chunk_failures([*new, *changed], chunks_of, settings)
+    def forget(note_ids: Iterable[str]) -> None:
+        for note_id in note_ids:
+            parsed.pop(note_id, None)
+            chunk_cache.pop(note_id, None)
+
+    missing: set[str] = set()
+
+    def loaded(note_ids: Iterable[str]) -> list[Note]:
+        """The whole notes of `note_ids`; a file gone or unreadable since the read is reported (once)
+        and left for the next import (the journal lists it)."""
+        out: list[Note] = []
+        for note_id in note_ids:
+            note = loader.load(note_id) if note_id not in missing else None
+            if note is not None:
+                out.append(note)
+            elif note_id not in missing:
+                missing.add(note_id)
+                summary.notes_failed += 1
+                summary.problems.append(NoteProblem(notes_by_id[note_id].path, None,
+                                                    "changed during the import; imported by the next one").one_line())
+        return out
+
+    failures = _chunk_failures([n.note_id for n in (*new, *changed)], notes_by_id, loaded, chunks_of, forget,
+                               settings)
     if failures:
         new = [n for n in new if n.note_id not in failures]
         changed = [n for n in changed if n.note_id not in failures]
@@ -390,59 +420,80 @@ def _run(
         summary.notes_failed += len(failures)
         summary.problems += [NoteProblem(exc.path, exc.line, exc.reason).one_line() for exc in failures.values()]
 
-    def edge_delta() -> EdgeDelta:
-        return incremental_edges(
-            StoredEdges(store), notes_by_id, [*new, *changed], deleted, resolver, chunks_of, settings, links_of
-        )
+    source = StoredEdges(stored)
+    changed_ids = {n.note_id for n in (*new, *changed)}
+    keys = set().union(*(note_keys(n) for n in (*new, *changed))) if changed_ids else set()
+    relinked = sorted(notes_to_relink(source.suspects(changed_ids | set(deleted), keys), resolver,
+                                      [*new, *changed], deleted, transclude=settings.transclude_embeds))
+    summary.notes_relinked = len(relinked)
+    first = sorted(changed_ids)
+    rewrite = [*first, *relinked]
+    step = max(1, settings.import_batch_notes)
+    edges = _EdgeWriter(store if not dry_run else None, source, summary, fresh=opened.pending)
 
-    if not dry_run:
-        warmup.start()  # (while the first notes are chunked)
+    def link(notes: Sequence[Note]) -> None:
+        """The edges of a batch of whole notes against the stored ones (edges belong to their note)."""
+        by_id = {n.note_id: n for n in notes}
+        built = build_edges(notes, {i: chunks_of(n) for i, n in by_id.items()}, resolver, settings,
+                            {i: links_of(n) for i, n in by_id.items()})
+        edges.replace(set(by_id), built)
+
     if dry_run:
-        delta = edge_delta()
-        summary.notes_relinked = len(delta.relinked)
-        summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
+        for start in range(0, len(rewrite), step):
+            batch = loaded(rewrite[start:start + step])
+            link(batch)
+            forget(n.note_id for n in batch)
+        edges.replace(set(deleted), [])
         summary.edges = store.count("edges")
         return summary
-    first = sorted(n.note_id for n in (*new, *changed))
-    journal.write(set(first) | set(deleted) | dirty)
+    warmup.start()
+    journal.write(set(rewrite) | set(deleted) | dirty)  # every note this run may touch, before any write
     E5Mark(folder).clear()  # chunks are about to be rewritten without their e5 vectors
     if deleted:
         opened.ready()
     for note_id in deleted:
         store.delete("chunks", Filter.all(Equals("note_id", note_id)))
-    context = Transcluder(resolver, notes_by_id, tokenizer, links_of) if settings.transclude_embeds else None
+    context = (Transcluder(resolver, _LoadedNotes(loader), tokenizer, links_of)
+               if settings.transclude_embeds else None)
     # A note new to the store and not in the journal never had a chunk written (its note point, the
     # last write, is missing only when the journal lists it), so no stale chunk can be left to delete.
     unstored = frozenset(n.note_id for n in new if n.note_id not in dirty)
+    counts: dict[str, int] = {}
+    """Chunks of each note written, for its note point."""
     with ChunkWriter(store, embedder, settings, summary, progress, chunks_of, context, opened.ready,
                      ahead=ahead, counted_from=counted_from, unstored=unstored) as writer:
-        if early is None:
-            writer.add([notes_by_id[i] for i in first])
-        # The encoder keeps working on the queued batches (with `early`: every batch read so far)
-        # while the store is made, if fresh, and the edges are found and written.
-        opened.ready()
-        delta = edge_delta()
-        summary.notes_relinked = len(delta.relinked)
-        summary.edges_added, summary.edges_deleted = len(delta.to_add), len(delta.to_delete)
-        relinked = sorted(delta.relinked)
-        if relinked:
-            journal.write(set(first) | set(relinked) | set(deleted) | dirty)  # before any of their writes
-        _write_edges(store, delta, deleted, summary)
-        rewrite = {*first, *relinked}
-        neighbor_ids = sorted(rewrite | (delta.neighbors_changed & set(notes_by_id)))
-        neighbors = _neighbors(store, neighbor_ids)  # the edges are all written: read them once, now
-        points = [
-            note_point(notes_by_id[i], config_hash, len(chunks_of(notes_by_id[i])), neighbors[i], settings.neighbors)
-            for i in neighbor_ids
-        ]
+        writer.expect(len(rewrite))
+        sent = set()
         if early is not None:
-            writer.commit(points, rewrite)  # each note's point follows its chunks, batch by batch
             sent = writer.add_embedded(early.batches, {i: notes_by_id[i] for i in first})
-            writer.add([notes_by_id[i] for i in first if i not in sent])
-        writer.add([notes_by_id[i] for i in relinked])
-        if early is None:
-            writer.commit(points, rewrite)
+            early.batches.clear()
+        for start in range(0, len(rewrite), step):
+            batch = loaded(rewrite[start:start + step])
+            writer.add([n for n in batch if n.note_id not in sent])
+            opened.ready()  # the encoder has work: a fresh store is made now, before the first edge
+            link(batch)
+            counts.update((n.note_id, len(chunks_of(n))) for n in batch)
+            forget(n.note_id for n in batch)
+            progress("link", min(start + step, len(rewrite)), len(rewrite))
+        opened.ready()
+        edges.replace(set(deleted), [])
+        for note_id in deleted:
+            store.delete("edges", Filter.all(Equals("note_id", note_id)))
         writer.finish()
+    # The note points go last, once every edge is written (their neighbours read them): each is the
+    # commit mark of its note, and the journal covers every note until the end.
+    points = sorted(set(counts) | (edges.touched - set(deleted)) & set(notes_by_id))
+    for start in range(0, len(points), step):
+        batch = loaded(points[start:start + step])
+        neighbors = _neighbors(store, [n.note_id for n in batch])
+        store.upsert("notes", [
+            note_point(n, config_hash, counts[n.note_id] if n.note_id in counts else len(chunks_of(n)),
+                       neighbors[n.note_id], settings.neighbors)
+            for n in batch
+        ])
+        summary.points_written += len(batch)
+        forget(n.note_id for n in batch)
+        progress("notes", min(start + step, len(points)), len(points))
     store.delete_ids("notes", deleted)
     progress("optimize", 0, 1)
     store.optimize()
@@ -450,6 +501,86 @@ def _run(
     journal.clear()
     summary.edges = store.count("edges")
     return summary
+
+
+class _EdgeWriter:
+    """The edges of one import, note batch by note batch: each note's stored edges replaced by its new
+    ones (`graph.diff_edges`), counted in the summary; without a store (a dry run) only counted."""
+
+    def __init__(self, store: Store | None, source: StoredEdges, summary: ImportSummary, fresh: bool) -> None:
+        self.store = store
+        self.source = source
+        self.summary = summary
+        self.fresh = fresh
+        """A store never written: no note has stored edges to read."""
+        self.touched: set[str] = set()
+        """Notes whose `neighbors` (R18) change: the rebuilt ones and the sources of backlinks added or gone."""
+
+    def replace(self, note_ids: set[str], built: Sequence[Edge]) -> None:
+        old = [] if self.fresh or not note_ids else list(self.source.of_notes(note_ids))
+        to_add, to_delete = diff_edges(old, built)
+        self.touched |= note_ids
+        self.touched.update(e.source_id for e in (*to_add, *to_delete) if e.kind == "backlink")
+        self.summary.edges_added += len(to_add)
+        self.summary.edges_deleted += len(to_delete)
+        if self.store is not None:
+            self.store.upsert("edges", [PointRecord(e.edge_key, e.payload()) for e in to_add])
+            self.store.delete_ids("edges", [e.edge_key for e in to_delete])
+            self.summary.points_written += len(to_add)
+
+
+class _NoteLoader:
+    """A note's whole record again, by id, for the batch that writes it: from the notes cache, else the
+    file; ids are the ones the read made unique. A note embedded during the read comes from there."""
+
+    def __init__(self, root: Path, settings: Settings, cache: NoteCache, langs: StoredLanguages,
+                 slim: Mapping[str, Note], early: _EmbedWhileReading | None) -> None:
+        self.root = root
+        self.settings = settings
+        self.cache = cache
+        self.langs = langs
+        self.slim = slim
+        self.early = early
+
+    def load(self, note_id: str) -> Note | None:
+        """The whole note, or None when its file is gone or unreadable now."""
+        slim = self.slim.get(note_id)
+        if slim is None:
+            return None
+        note = self.early.note(slim.path) if self.early is not None else None
+        if note is None or note.content_hash != slim.content_hash:
+            try:
+                path, st = stat_note(self.root / slim.path)
+                note = self.cache.get(slim.path, st) or read_note(path, slim.path, self.settings, self.langs)
+            except (OSError, MindnetError):
+                return None
+        return note if note.note_id == note_id else dataclasses.replace(note, note_id=note_id)
+
+
+class _LoadedNotes(Mapping[str, Note]):
+    """Whole notes by id, loaded when asked for (the targets of embeds), the last few kept."""
+
+    KEEP = 64
+
+    def __init__(self, loader: _NoteLoader) -> None:
+        self.loader = loader
+        self._kept: OrderedDict[str, Note | None] = OrderedDict()
+
+    def __getitem__(self, note_id: str) -> Note:
+        if note_id not in self._kept:
+            self._kept[note_id] = self.loader.load(note_id)
+            if len(self._kept) > self.KEEP:
+                self._kept.popitem(last=False)
+        note = self._kept[note_id]
+        if note is None:
+            raise KeyError(note_id)
+        return note
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.loader.slim)
+
+    def __len__(self) -> int:
+        return len(self.loader.slim)
 
 
 def _batch_limit(sent: int) -> int:
@@ -490,22 +621,26 @@ def _embedder_counts(embedder: Embedder) -> tuple[int, int]:
     return int(getattr(embedder, "hits", 0)), int(getattr(embedder, "misses", 0))
 
 
-def _chunk_failures(notes: Sequence[Note], chunks_of: Callable[[Note], list[Chunk]],
+def _chunk_failures(note_ids: Sequence[str], slim: Mapping[str, Note], loaded: Callable[[Iterable[str]], list[Note]],
+                    chunks_of: Callable[[Note], list[Chunk]], forget: Callable[[Iterable[str]], None],
                     settings: Settings) -> dict[str, ChunkingError]:
     """The notes whose chunks cannot be made, by note id, found before anything is written.
 
     Only the recursive strategy can fail on one note (a user's separator pattern that runs away on
     its text, `ChunkingError`). Such a note is reported and left out of this import: its stored
     chunks stay as they were, and the next import tries it again, while every other note goes on.
-    The structure strategy is total, so its notes are not chunked ahead of the encoder here.
+    The structure strategy is total, so its notes are not chunked ahead of the encoder here; the
+    recursive ones are chunked once here and again where they are written (nothing is kept).
     """
     failures: dict[str, ChunkingError] = {}
-    for note in notes:
-        if settings.strategy_for(note.type) == "recursive":
-            try:
-                chunks_of(note)
-            except ChunkingError as exc:
-                failures[note.note_id] = exc
+    for note_id in note_ids:
+        if settings.strategy_for(slim[note_id].type) == "recursive":
+            for note in loaded([note_id]):
+                try:
+                    chunks_of(note)
+                except ChunkingError as exc:
+                    failures[note_id] = exc
+                forget([note_id])
     return failures
 
 
@@ -531,7 +666,13 @@ class _EmbedWhileReading:
     Notes that may embed other notes are left out (their text needs the notes they embed). Nothing
     is written before the read ends: the journal still comes first. Batches are the same whether
     the encoder runs on its thread or in line (`submit`), so both make the same store.
+
+    Only the first `EARLY_CHUNKS` chunks' notes are taken (issue 27): they keep the encoder busy
+    while the rest is read, and what waits for the read to end (parses, chunks, vectors) stays
+    the same size whatever the vault's; the other notes are chunked batch by batch afterwards.
     """
+
+    EARLY_CHUNKS = 2048
 
     def __init__(self, ahead: EmbedAhead, settings: Settings, tokenizer: Tokenizer) -> None:
         self.ahead = ahead
@@ -541,15 +682,20 @@ class _EmbedWhileReading:
         self._batch = _Early()
         self._parses: dict[str, tuple[Note, ParsedNote]] = {}
         self._chunks: dict[str, list[Chunk]] = {}
+        self._taken = 0
+        """Chunks of the notes taken so far."""
 
     def __call__(self, note: Note) -> None:
         """One note just read: parse, chunk (no links yet) and batch it; a batch full goes to the encoder."""
+        if self._taken >= self.EARLY_CHUNKS:
+            return
         try:
             note_parse = parse(note, self.tokenizer)
         except MindnetError:
             return  # parsed again after the read, where its error is reported as it always was
         self._parses[note.path] = (note, note_parse)
         if self.settings.transclude_embeds and any(_may_embed_a_note(link) for link in note_parse.links):
+            self._taken += 1  # kept for its parse only, but kept: it counts
             return
         try:
             chunks = chunk_parsed(note_parse, self.settings, None, self.tokenizer)
@@ -562,16 +708,22 @@ class _EmbedWhileReading:
         self._batch.texts.extend(embedding_input(chunk, self.settings) for chunk in chunks)
         self._batch.texts.extend(note_inputs(note, self.settings, self.tokenizer))
         self._batch.chunks += len(chunks)
+        self._taken += len(chunks)
 
     def read_all(self) -> None:
         """The vault is read: the last batch goes too."""
         if self._batch.notes:
             self._submit()
 
+    def note(self, path: str) -> Note | None:
+        """The whole note read from `path`, if it was taken (its id as read, maybe not as kept)."""
+        found = self._parses.get(path)
+        return found[0] if found is not None else None
+
     def parsed(self, note: Note) -> ParsedNote | None:
-        """The parse of `note` made during the read, if it is still this note (same id)."""
+        """The parse of `note` made during the read, if it is still this note (same id and text)."""
         found = self._parses.get(note.path)
-        return found[1] if found is not None and found[0] is note else None
+        return found[1] if found is not None and _same(found[0], note) and found[0].note_id == note.note_id else None
 
     def take_chunks(self, note: Note) -> list[Chunk] | None:
         """The link-less chunks of `note` made during the read (forgotten here: the caller keeps them linked)."""
@@ -583,6 +735,11 @@ class _EmbedWhileReading:
         batch, self._batch = self._batch, _Early()
         batch.vectors = self.ahead.submit(batch.texts)
         self.batches.append(batch)
+
+
+def _same(kept: Note | None, read: Note) -> bool:
+    """Whether `kept` (the note as the import keeps it) is the note `read`: same file, same text."""
+    return kept is not None and kept.path == read.path and kept.content_hash == read.content_hash
 
 
 def _may_embed_a_note(link: Link) -> bool:
@@ -657,38 +814,32 @@ class _NothingStored:
 
 
 class StoredEdges:
-    """The `graph.EdgeSource` of an import: filtered scrolls, so an edit reads a few edges, not all."""
+    """The `graph.EdgeSource` of an import: filtered scrolls, so an edit reads a few edges, not all.
+
+    Many ids or keys are asked for in groups of `MAX_VALUES`, each one filtered scroll, and the
+    edges come as they are read: no import holds every edge of a large vault (issue 27).
+    """
 
     MAX_VALUES = 2000
-    """Above this many ids or keys one full scroll is cheaper than a huge `AnyOf` filter."""
+    """Ids or keys per `AnyOf` filter."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._all: EdgeList | None = None
 
-    def suspects(self, target_ids: set[str], keys: set[str]) -> list[Edge]:
-        if not (target_ids or keys):
-            return []
-        if len(target_ids) + len(keys) > self.MAX_VALUES:
-            return self._everything().suspects(target_ids, keys)
-        conditions = [AnyOf(name, tuple(sorted(values)))
-                      for name, values in (("target_id", target_ids), ("link_keys", keys)) if values]
-        return self._scroll(Filter(should=tuple(conditions)))
+    def suspects(self, target_ids: set[str], keys: set[str]) -> Iterator[Edge]:
+        """May yield an edge more than once (it met two groups): a superset is always correct."""
+        for name, values in (("target_id", target_ids), ("link_keys", keys)):
+            yield from self._groups(name, values)
 
-    def of_notes(self, note_ids: set[str]) -> list[Edge]:
-        if not note_ids:
-            return []
-        if len(note_ids) > self.MAX_VALUES:
-            return self._everything().of_notes(note_ids)
-        return self._scroll(Filter.all(AnyOf("note_id", tuple(sorted(note_ids)))))
+    def of_notes(self, note_ids: set[str]) -> Iterator[Edge]:
+        yield from self._groups("note_id", note_ids)
 
-    def _scroll(self, flt: Filter) -> list[Edge]:
-        return [edge_from_payload(p.id, p.payload) for p in self.store.scroll("edges", flt)]
-
-    def _everything(self) -> EdgeList:
-        if self._all is None:
-            self._all = EdgeList(edge_from_payload(p.id, p.payload) for p in self.store.scroll("edges"))
-        return self._all
+    def _groups(self, name: str, values: set[str]) -> Iterator[Edge]:
+        ordered = sorted(values)
+        for start in range(0, len(ordered), self.MAX_VALUES):
+            flt = Filter.all(AnyOf(name, tuple(ordered[start:start + self.MAX_VALUES])))
+            for p in self.store.scroll("edges", flt):
+                yield edge_from_payload(p.id, p.payload)
 
 
 _MAX_FILTER_VALUES = 20_000
@@ -736,15 +887,6 @@ class StoredLanguages:
         return None
 
 
-def _write_edges(store: Store, delta: EdgeDelta, deleted: Sequence[str], summary: ImportSummary) -> None:
-    """The edge writes of one import: new edges, edges gone, and every edge of a deleted note."""
-    store.upsert("edges", [PointRecord(e.edge_key, e.payload()) for e in delta.to_add])
-    store.delete_ids("edges", [e.edge_key for e in delta.to_delete])
-    for note_id in deleted:
-        store.delete("edges", Filter.all(Equals("note_id", note_id)))
-    summary.points_written += len(delta.to_add)
-
-
 @dataclass(slots=True)
 class _Batch:
     """Whole notes' chunks (`_WRITE_BATCH` or a note more) on their way to the encoder and the store."""
@@ -758,6 +900,8 @@ class _Batch:
     extra: dict[str, Transcluded] = field(default_factory=dict)
     notes: list[Note] = field(default_factory=list)
     """Notes whose last chunk is in this batch: once it is written, their own writes can finish."""
+    note_chunks: dict[str, list[Chunk]] = field(default_factory=dict)
+    """Each note's chunks, by note id: the importer keeps none once the batch is sent."""
 
 
 class EmbedAhead:
@@ -858,11 +1002,11 @@ class EmbedAhead:
 class ChunkWriter:
     """Chunk notes, embed their chunks (cache first) and write them, the encoder working ahead.
 
-    Per note the order of writes stays: its chunks, then its stale chunks deleted, then (once
-    `commit` has them) its note point, the commit mark; a note's point waits until its last chunk
-    is in the store. Edges may be written at any point in between (the journal covers every note).
-    Only the caller's thread touches the store; the worker of `EmbedAhead` only calls the embedder
-    (the model behind its text-hash cache).
+    Per note the order of writes stays: its chunks, then its stale chunks deleted; its note point,
+    the commit mark, is written by the importer once every batch is (`finish`). Edges may be written
+    at any point in between (the journal covers every note). A batch keeps its notes' chunks, so the
+    importer forgets them once a batch is sent (issue 27). Only the caller's thread touches the
+    store; the worker of `EmbedAhead` only calls the embedder (the model behind its text-hash cache).
     """
 
     def __init__(
@@ -891,11 +1035,10 @@ class ChunkWriter:
         self.transcluder = transcluder
         self.notes = 0
         """Notes handed to `add` so far."""
+        self.total = 0
+        """Notes this import will hand to `add` (`expect`), for progress; 0: those handed so far."""
         self.written = 0
         """Notes whose chunks are all in the store (and their stale chunks gone)."""
-        self._waiting: list[str] = []
-        """Ids of written notes whose note point is not known yet."""
-        self._points: dict[str, PointRecord] | None = None
         self._batch = _Batch()
         self._sent = 0
         self._before_write = before_write
@@ -912,6 +1055,10 @@ class ChunkWriter:
     def __exit__(self, *exc: object) -> None:
         self._ahead.close()
 
+    def expect(self, total: int) -> None:
+        """The number of notes this import writes, so progress counts towards it."""
+        self.total = total
+
     def add(self, notes: Sequence[Note]) -> None:
         """Chunk `notes` into batches for the encoder, writing whatever batch it has finished meanwhile."""
         self.notes += len(notes)
@@ -920,7 +1067,7 @@ class ChunkWriter:
                 self._send()  # whole notes per batch: a chunk's stored vectors depend on its section
             self._append(self._batch, note)
             if i % 50 == 0 or i == len(notes):
-                self.progress("chunk", self.notes - len(notes) + i, self.notes)
+                self.progress("chunk", self.notes - len(notes) + i, max(self.total, self.notes))
         if self._batch.chunks or self._batch.notes:
             self._send()  # the encoder need not wait for the next notes (after the edges, or none)
 
@@ -934,7 +1081,7 @@ class ChunkWriter:
         """
         sent: set[str] = set()
         for early in batches:
-            if not all(wanted.get(n.note_id) is n for n in early.notes):
+            if not all(_same(wanted.get(n.note_id), n) for n in early.notes):
                 continue  # a note skipped, or given another id, when ids were made unique
             batch = _Batch()
             for note in early.notes:
@@ -942,7 +1089,7 @@ class ChunkWriter:
             if batch.texts != early.texts:
                 continue
             self.notes += len(early.notes)
-            self.progress("chunk", self.notes, self.notes)
+            self.progress("chunk", self.notes, max(self.total, self.notes))
             self._send(batch, early.vectors)
             sent.update(n.note_id for n in early.notes)
         return sent
@@ -950,6 +1097,7 @@ class ChunkWriter:
     def _append(self, batch: _Batch, note: Note) -> None:
         """A whole note's chunks and model inputs into `batch`."""
         chunks = self.chunks_of(note)
+        batch.note_chunks[note.note_id] = chunks
         extra = self.transcluder.context(note, chunks) if self.transcluder is not None else {}
         for chunk in chunks:
             transcluded = extra.get(chunk.chunk_id, ())
@@ -961,14 +1109,6 @@ class ChunkWriter:
         batch.texts.extend(windows)
         batch.windows.append(len(windows))
         batch.notes.append(note)
-
-    def commit(self, points: Sequence[PointRecord], rewritten: set[str]) -> None:
-        """The note points of this import: those of notes not rewritten go now, the others each once
-        its chunks are written (already, or in a later batch)."""
-        self._points = {p.id: p for p in points if p.id in rewritten}
-        self._upsert_notes([p for p in points if p.id not in rewritten])
-        waiting, self._waiting = self._waiting, []
-        self._upsert_notes([self._points.pop(i) for i in waiting])
 
     def finish(self) -> None:
         """Write every batch still out (with the note points of its notes)."""
@@ -987,7 +1127,6 @@ class ChunkWriter:
         # vault was read and then sent again (one of its notes got another id) hits the cache a second time.
         self.summary.chunks_reused = max(0, self.summary.chunks_written - self.summary.chunks_embedded)
         self.summary.encoder_threads = _encoder_threads(self.embedder)
-        assert not (self._points or self._waiting), "every rewritten note's point is written after its chunks"
 
     def _send(self, batch: _Batch | None = None, vectors: Future[Vectors] | None = None) -> None:
         """Hand a batch (the one being filled, by default) to the encoder, or its vectors if embedded already."""
@@ -1019,20 +1158,17 @@ class ChunkWriter:
         lead = {chunk_id: note_id for note_id, chunk_id in lead_chunks(batch.chunks, own).items()}
         by_id = {n.note_id: n for n in batch.notes}
         points = [chunk_point(c, vec, batch.extra.get(c.chunk_id, ()), lexical=lex,
-                              note=self._note_level(by_id[lead[c.chunk_id]], windows) if c.chunk_id in lead else None)
+                              note=self._note_level(batch, by_id[lead[c.chunk_id]], windows)
+                              if c.chunk_id in lead else None)
                   for c, vec, lex in zip(batch.chunks, vectors, sparse, strict=True)]
         self.store.upsert("chunks", points)
         self.summary.chunks_written += len(points)
         self.summary.points_written += len(points)
-        stale = [self._stale(note) for note in batch.notes if note.note_id not in self._unstored]
+        stale = [self._stale(batch, note) for note in batch.notes if note.note_id not in self._unstored]
         if stale:  # one call for the batch: a delete per note was a large part of a cold import's writes
             self.store.delete("chunks", stale[0] if len(stale) == 1 else Filter(should=tuple(stale)))
-        if self._points is None:
-            self._waiting.extend(note.note_id for note in batch.notes)
-        else:
-            self._upsert_notes([self._points.pop(note.note_id) for note in batch.notes])
         self.written += len(batch.notes)
-        self.progress("embed", self.written, self.notes)
+        self.progress("embed", self.written, max(self.total, self.notes))
 
     def _split(self, batch: _Batch, raw: Vectors) -> tuple[list[Any], dict[str, list[Any]]]:
         """The batch's vectors parted into its chunks' (in chunk order) and each note's windows'."""
@@ -1040,25 +1176,21 @@ class ChunkWriter:
         windows: dict[str, list[Any]] = {}
         at = 0
         for note, count in zip(batch.notes, batch.windows, strict=True):
-            n = len(self.chunks_of(note))
+            n = len(batch.note_chunks[note.note_id])
             own.extend(raw[at:at + n])
             windows[note.note_id] = list(raw[at + n:at + n + count])
             at += n + count
         return own, windows
 
-    def _note_level(self, note: Note, windows: Mapping[str, list[Any]]) -> tuple[list[Any], SparseVec]:
+    def _note_level(self, batch: _Batch, note: Note,
+                    windows: Mapping[str, list[Any]]) -> tuple[list[Any], SparseVec]:
         """A note's note-level vectors for its lead chunk: window vectors and fielded BM25 document."""
-        return windows.get(note.note_id, []), note_lexical(note, self.chunks_of(note))
+        return windows.get(note.note_id, []), note_lexical(note, batch.note_chunks[note.note_id])
 
-    def _stale(self, note: Note) -> Filter:
+    def _stale(self, batch: _Batch, note: Note) -> Filter:
         """The note's stored chunks that its new chunks do not replace (R21)."""
-        keep = tuple(c.chunk_id for c in self.chunks_of(note))
+        keep = tuple(c.chunk_id for c in batch.note_chunks[note.note_id])
         return Filter(must=(Equals("note_id", note.note_id),), must_not=(AnyOf("chunk_id", keep),) if keep else ())
-
-    def _upsert_notes(self, points: list[PointRecord]) -> None:
-        if points:
-            self.store.upsert("notes", points)
-            self.summary.points_written += len(points)
 
 
 OVERLAP_SPARE_CORES = 1.5

@@ -129,6 +129,10 @@ class ReadCache(Protocol):
     def put(self, rel: str, st: os.stat_result, note: Note) -> None: ...
 
 
+PROGRESS_EVERY = 100
+"""Files between two calls of `read_vault`'s progress."""
+
+
 def read_vault(
     root: str | Path,
     settings: Settings | None = None,
@@ -136,6 +140,8 @@ def read_vault(
     cache: ReadCache | None = None,
     jobs: int | Callable[[int], int] = 1,
     on_note: Callable[[Note], None] | None = None,
+    slim: bool = False,
+    progress: Callable[[int, int], None] | None = None,
 ) -> VaultResult:
     """Read every note of a vault; bad files become problems, never exceptions (R1, R3).
 
@@ -153,6 +159,9 @@ def read_vault(
         on_note: called with each note as soon as it is read, in the files' order, before ids are
             made unique (a note may still lose or change its id): the import starts chunking and
             embedding a fresh store's notes while the rest of the vault is read.
+        slim: keep each note as `slim_note` makes it (no body): what an import of a large vault
+            holds for every note, loading the whole note again only for the notes it writes.
+        progress: called with (files read, files found) every `PROGRESS_EVERY` files and at the end.
     """
     settings = settings or Settings()
     root_path = Path(root)
@@ -166,17 +175,27 @@ def read_vault(
         outcomes = _read_parallel(root_path, files, settings, jobs)
     else:
         outcomes = (_read_or_problem(root_path, rel, settings, known_langs, cache) for rel in files)
-    for outcome in outcomes:
+    for done, outcome in enumerate(outcomes, 1):
+        if progress is not None and (done % PROGRESS_EVERY == 0 or done == len(files)):
+            progress(done, len(files))
         if isinstance(outcome, NoteProblem):
             problems.append(outcome)
         else:
-            read.append(outcome)
             if on_note is not None:
                 on_note(outcome)
+            read.append(slim_note(outcome) if slim else outcome)
     notes, duplicates = assign_ids(read)
     problems.extend(duplicates)
     problems.sort(key=lambda p: (p.path, p.line or 0))
     return VaultResult(str(root_path), tuple(notes), tuple(problems), tuple(attachments))
+
+
+def slim_note(note: Note) -> Note:
+    """The note without its body and frontmatter (the `id` key kept, for `assign_ids`): what link
+    resolution, sync states and ids need of every note, at a small fraction of its size (issue 27)."""
+    kept = {"id": note.frontmatter["id"]} if "id" in note.frontmatter else {}
+    lines = {"id": note.field_lines["id"]} if "id" in note.field_lines else {}
+    return replace(note, fulltext="", frontmatter=kept, warnings=(), field_lines=lines)
 
 
 def _read_or_problem(

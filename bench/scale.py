@@ -1,0 +1,267 @@
+"""Large vaults (issue 27): import and `serve` memory, no-op re-import and search latency at 1k-30k notes.
+
+Vaults of each size are built from copies of `../shared/corpora/msdocs-skype-teams-de` (2,905 notes), one
+copy per folder (`copy-00/`, `copy-01/`, …), the first N files by path. Every copy after the first gets a
+frontmatter key of its own (`kopie: N`) in each note, so no two files have the same text (file hashes), and
+ids are unique by path. Chunk texts stay those of the corpus, so the model's vectors come from the embedding cache
+(`--cache-from`, an `embeddings.sqlite` of an msdocs import; `CachedEmbedder`): the import figures at every
+size are "cached" ones, and one uncached import of a `--uncached` slice (empty cache) says what the model
+adds. Every figure comes from the same run; the bench prints the command that reproduces it.
+
+    .venv/bin/python bench/scale.py --sizes 1000 10000 30000 \\
+        --cache-from /work/scale-work/store-msdocs/embeddings.sqlite --work /work/scale-work/bench
+
+Per size: `mindnet import --json` as a process (wall time, peak RSS from wait4), the same command again
+(no-op), then `mindnet serve --no-e5` on the store: RSS once warmed up, search p50/p95 over HTTP
+(`/api/search`, lexical+dense), RSS after `--edits` edits (appended lines, `--rounds` rounds each waited
+for). The models' own RSS is that of `serve` on a 10-note vault after the same warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import MSDOCS, table
+
+DOCS = MSDOCS / "docs"
+"""The 2,905 notes of the corpus (its SOURCE.md left out), as the issue measured them."""
+MINDNET = str(Path(sys.executable).with_name("mindnet"))
+QUERIES = ("Besprechung planen", "Anrufweiterleitung einrichten", "Teams Räume Geräte", "Richtlinien für Chats",
+           "Skype for Business Migration", "Gastzugriff aktivieren", "Telefonnummern zuweisen", "Livestream",
+           "Wie konfiguriere ich Direct Routing?", "Aufbewahrungsrichtlinien für Teams")
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))] if ordered else float("nan")
+
+
+def build_vault(work: Path, notes: int) -> Path:
+    """`notes` files from copies of msdocs, each copy in its own folder; copies after the first edited."""
+    vault = work / f"vault-{notes}"
+    if vault.is_dir():
+        return vault
+    source = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
+    tmp = work / f".building-{notes}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    for i in range(notes):
+        copy, at = divmod(i, len(source))
+        rel = source[at]
+        target = tmp / f"copy-{copy:02d}" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        text = (DOCS / rel).read_text(encoding="utf-8")
+        if copy:  # another file hash, the same chunk texts (their vectors are in the cache)
+            text = (f"---\nkopie: {copy}\n{text[4:]}" if text.startswith("---\n")
+                    else f"---\nkopie: {copy}\n---\n{text}")
+        target.write_text(text, encoding="utf-8")
+    tmp.rename(vault)
+    return vault
+
+
+def timed(cmd: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB) and stdout of one process."""
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    out = proc.stdout.read() if proc.stdout else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise SystemExit(f"{shlex.join(cmd)} exited with {proc.returncode}")
+    return time.perf_counter() - started, usage.ru_maxrss / 1024, out
+
+
+def fresh_store(store: Path, cache: Path | None) -> None:
+    shutil.rmtree(store, ignore_errors=True)
+    store.mkdir(parents=True)
+    if cache is not None:
+        shutil.copy2(cache, store / "embeddings.sqlite")
+
+
+class Served:
+    """`mindnet serve --no-e5` on a store, its RSS and HTTP API."""
+
+    def __init__(self, vault: Path, store: Path, log: Path) -> None:
+        self.store = store
+        self._log = log.open("w")
+        self.proc = subprocess.Popen([MINDNET, "serve", str(vault), "--store", str(store), "--port", "0", "--no-e5"],
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.url = self._address()
+
+    def _address(self) -> str:
+        while True:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"mindnet serve exited with {self.proc.returncode}")
+            try:
+                address = json.loads((self.store / "server.json").read_text())
+                if address["pid"] == self.proc.pid:
+                    return str(address["url"])
+            except (OSError, ValueError, KeyError):
+                pass
+            time.sleep(0.2)
+
+    def get(self, path: str, **params: Any) -> Any:
+        url = f"{self.url}{path}?{urllib.parse.urlencode(params, doseq=True)}"
+        with urllib.request.urlopen(url, timeout=600) as response:
+            return json.loads(response.read())
+
+    def ready(self) -> None:
+        while self.get("/api/health").get("status") != "ok":
+            time.sleep(0.2)
+
+    def idle(self, imports: int) -> None:
+        while True:
+            state = self.get("/api/status")["resident"]
+            if state["imports"] >= imports and not state["importing"]:
+                return
+            time.sleep(0.2)
+
+    def imports(self) -> int:
+        return int(self.get("/api/status")["resident"]["imports"])
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=600)
+        self._log.close()
+
+
+def searches(server: Served, rounds: int) -> list[float]:
+    """Seconds per `/api/search` request, `rounds` times over the queries."""
+    out: list[float] = []
+    for r in range(rounds):
+        for q in QUERIES:
+            started = time.perf_counter()
+            server.get("/api/search", q=q if not r else f"{q} {r}", k=10)
+            out.append(time.perf_counter() - started)
+    return out
+
+
+def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict[str, float]:
+    """Serve RSS once warmed up, search latency, and RSS after `edits` edits in `rounds` waited-for rounds."""
+    server = Served(vault, store, log)
+    try:
+        server.ready()
+        server.idle(1)
+        searches(server, 1)  # every code path of a search has run once
+        out = {"rss_warm_mb": server.rss_mb()}
+        took = searches(server, 5)
+        out |= {"search_p50_ms": pct(took, 0.5) * 1000, "search_p95_ms": pct(took, 0.95) * 1000}
+        if edits:
+            notes = sorted(p for p in vault.rglob("*.md") if ".mindnet" not in p.parts)
+            per_round = max(1, edits // max(1, rounds))
+            done = 0
+            rss: list[float] = []
+            while done < edits:
+                before = server.imports()
+                for i in range(done, min(edits, done + per_round)):
+                    with notes[(i * 7919) % len(notes)].open("a", encoding="utf-8") as fh:
+                        fh.write(f"\n\nÄnderung {i} für den Benchmark.\n")
+                done = min(edits, done + per_round)
+                time.sleep(0.5)
+                server.idle(before + 1)
+                rss.append(server.rss_mb())
+            out |= {"rss_edits_mb": rss[-1], "rss_edits_min_mb": min(rss), "rss_edits_max_mb": max(rss)}
+        return out
+    finally:
+        server.stop()
+
+
+def one_size(args: argparse.Namespace, notes: int) -> dict[str, Any]:
+    vault = build_vault(args.work, notes)
+    store = args.work / f"store-{notes}"
+    fresh_store(store, args.cache_from)
+    cmd = [MINDNET, "import", str(vault), "--store", str(store), "--json"]
+    seconds, peak, out = timed(cmd)
+    summary = json.loads(out)
+    row: dict[str, Any] = {"notes": notes, "chunks": summary["chunks_written"], "embedded": summary["chunks_embedded"],
+                           "import_s": seconds, "import_peak_mb": peak}
+    row["noop_s"], row["noop_peak_mb"], _ = timed(cmd)
+    row |= served(vault, store, args.work / f"serve-{notes}.log", args.edits, args.rounds)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 30000])
+    parser.add_argument("--cache-from", type=Path, default=None,
+                        help="an embeddings.sqlite holding the corpus' vectors (none: every size embeds)")
+    parser.add_argument("--uncached", type=int, default=1000,
+                        help="notes of the slice imported with no cache (0: skip)")
+    parser.add_argument("--edits", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=10, help="edits are made in this many rounds, each imported")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/mindnet-bench-scale"))
+    args = parser.parse_args()
+    if not MSDOCS.is_dir():
+        raise SystemExit(f"corpus not found: {MSDOCS}")
+    args.work.mkdir(parents=True, exist_ok=True)
+    print("command:", shlex.join([sys.executable, *sys.argv]), flush=True)
+    print("started:", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load {os.getloadavg()[0]:.1f}", flush=True)
+    base = build_vault(args.work, 10)
+    fresh_store(args.work / "store-10", args.cache_from)
+    timed([MINDNET, "import", str(base), "--store", str(args.work / "store-10"), "--json"])
+    models = served(base, args.work / "store-10", args.work / "serve-10.log", 0, 0)["rss_warm_mb"]
+    print(f"models: serve RSS on 10 notes after warm-up {models:.0f} MB", flush=True)
+    uncached: dict[str, Any] | None = None
+    if args.uncached:
+        vault = build_vault(args.work, args.uncached)
+        store = args.work / f"store-uncached-{args.uncached}"
+        fresh_store(store, None)
+        seconds, peak, out = timed([MINDNET, "import", str(vault), "--store", str(store), "--json"])
+        uncached = {"notes": args.uncached, "import_s": seconds, "import_peak_mb": peak,
+                    "embedded": json.loads(out)["chunks_embedded"]}
+        print(json.dumps({"uncached": uncached}), flush=True)
+    rows = [one_size(args, n) for n in args.sizes]
+    print()
+    print(table(["notes", "chunks", "import s", "notes/s", "import peak MB", "no-op s", "serve MB warm",
+                 f"serve MB +{args.edits} edits", "min..max MB", "search p50 ms", "p95 ms"],
+                [(r["notes"], r["chunks"], r["import_s"], r["notes"] / r["import_s"], r["import_peak_mb"], r["noop_s"],
+                  r["rss_warm_mb"], r.get("rss_edits_mb"),
+                  f"{r.get('rss_edits_min_mb', 0):.0f}..{r.get('rss_edits_max_mb', 0):.0f}",
+                  r["search_p50_ms"], r["search_p95_ms"]) for r in rows]))
+    if uncached is not None:
+        cached = next((r for r in rows if r["notes"] == uncached["notes"]), None)
+        line = (f"uncached import of {uncached['notes']} notes: {uncached['import_s']:.1f} s, "
+                f"peak {uncached['import_peak_mb']:.0f} MB, {uncached['embedded']} chunks embedded")
+        if cached:
+            line += f"; cached: {cached['import_s']:.1f} s ({uncached['import_s'] / cached['import_s']:.1f}x faster)"
+        print(line)
+    small, large = rows[0], rows[-1]
+    per_note_kb = (large["rss_warm_mb"] - models) * 1024 / large["notes"]
+    print(f"models' own serve RSS {models:.0f} MB; at {large['notes']} notes serve holds "
+          f"{per_note_kb:.1f} KB/note more")
+    print(f"growth {small['notes']} -> {large['notes']} notes: "
+          f"import peak x{large['import_peak_mb'] / small['import_peak_mb']:.2f}, "
+          f"serve RSS x{large['rss_warm_mb'] / small['rss_warm_mb']:.2f}, "
+          f"search p50 x{large['search_p50_ms'] / small['search_p50_ms']:.2f}, "
+          f"import s/note x{(large['import_s'] / large['notes']) / (small['import_s'] / small['notes']):.2f}")
+    if "rss_edits_mb" in large:
+        drift = (large["rss_edits_max_mb"] - large["rss_edits_min_mb"]) / large["rss_warm_mb"] * 100
+        print(f"serve RSS over {args.edits} edits at {large['notes']}: {large['rss_warm_mb']:.0f} MB warm, "
+              f"{large['rss_edits_min_mb']:.0f}..{large['rss_edits_max_mb']:.0f} MB after each round "
+              f"({drift:.1f} % of warm)")
+    print("finished:", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load {os.getloadavg()[0]:.1f}")
+    (args.work / "scale.json").write_text(json.dumps({"models_mb": models, "uncached": uncached, "rows": rows},
+                                                     indent=2))
+
+
+if __name__ == "__main__":
+    main()
