@@ -12,7 +12,7 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +90,16 @@ def server_url(proc: subprocess.Popen[bytes], vault: Path, poll: float) -> str:
         except (OSError, ValueError, KeyError):
             pass
         time.sleep(poll)
+
+
+def seconds_to_searchable(get: Callable[..., Any], note: Path, word: str) -> float:
+    """Append a paragraph holding `word` to `note`, then ask `/api/search` (lexical) through `get` until the
+    note's new chunk comes back: the seconds from the write to that hit (save -> searchable)."""
+    with note.open("a", encoding="utf-8") as fh:
+        fh.write(f"\n\nDieser Absatz enthält das Wort {word} für den Benchmark.\n")
+    written = time.perf_counter()
+    while True:
+        hits = get("/api/search", q=word, k=1, mode="lexical")
+        if hits and word in hits[0]["text"]:
+            return time.perf_counter() - written
+        time.sleep(0.01)

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import MSDOCS, dump_json, server_url, table
+from _common import MSDOCS, dump_json, seconds_to_searchable, server_url, table
 
 CLI = [sys.executable, "-c", "from mindnet.cli import main; main()"]
 RUN = f"{int(time.time()):x}"
@@ -102,15 +102,7 @@ def save_to_searchable(server: Served, notes: list[Path], edits: int, offset: in
     for i in range(edits):
         note = notes[(i * 37 + offset) % len(notes)]
         word = f"zqx{RUN}{offset + i:05d}benchmark"  # new in every run: a reused work folder holds old words
-        with note.open("a", encoding="utf-8") as fh:
-            fh.write(f"\n\nDieser Absatz enthält das Wort {word} für den Benchmark.\n")
-        written = time.perf_counter()
-        while True:
-            hits = server.get("/api/search", q=word, k=1, mode="lexical")
-            if hits and word in hits[0]["text"]:
-                seconds.append(time.perf_counter() - written)
-                break
-            time.sleep(0.01)
+        seconds.append(seconds_to_searchable(server.get, note, word))
     return seconds
 
 

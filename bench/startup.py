@@ -48,7 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from _common import CORPORA, server_url
+from _common import CORPORA, seconds_to_searchable, server_url
 
 PYTHON = sys.executable
 MINDNET = [str(Path(sys.executable).with_name("mindnet"))]
@@ -148,15 +148,7 @@ def save_to_searchable(server: Serve, vault: Path, edits: int, tag: str, during_
         filling += int(state["enabled"] and not state["complete"] and state["done"] < state["total"])
         note = notes[(i * 37) % len(notes)]
         word = f"zqx{tag}{i:04d}{os.getpid()}startup"
-        with note.open("a", encoding="utf-8") as fh:
-            fh.write(f"\n\nDieser Absatz enthält das Wort {word} für den Benchmark.\n")
-        written = time.perf_counter()
-        while True:
-            hits = server.get("/api/search", q=word, k=1, mode="lexical")
-            if hits and word in hits[0]["text"]:
-                seconds.append(time.perf_counter() - written)
-                break
-            time.sleep(0.01)
+        seconds.append(seconds_to_searchable(server.get, note, word))
         time.sleep(0.3 if during_fill else 0.1)  # the fill resumes between saves, as it would between keystrokes
     return seconds, filling
 
