@@ -357,3 +357,19 @@ def test_settings_cache_dir_reaches_the_models(tmp_path: Path) -> None:
     assert cli_queries.index(tmp_path, settings)._short_lived
     with Index(tmp_path, settings) as index:
         assert index.embedder.inner._cache_dir == settings.cache_dir  # type: ignore[attr-defined]
+
+
+def test_a_watching_resident_loads_what_a_save_needs_before_the_save_and_imports_nothing(tmp_path: Path) -> None:
+    """`Index.prepare_import` (a watching resident's warm-up) loads the language model and the encoder the
+    first save would load (so that save neither waits for them nor grows the server's memory), and imports
+    nothing: the vault's notes stay as they were and no store is made."""
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\n\nEin Satz.\n", encoding="utf-8")
+    opened = f"from mindnet.api import Index, Vault\nindex = Index(Vault({str(vault)!r}))\n"
+    before = _modules_after(opened)
+    after = _modules_after(opened + "index.prepare_import()")
+    assert {"py3langid", "mindnet.use_fast"} <= after - before
+    assert [p.name for p in vault.rglob("*.md")] == ["a.md"]
+    assert (vault / "a.md").read_text(encoding="utf-8") == "# A\n\nEin Satz.\n"
+    assert not any(p.name == "qdrant" for p in vault.rglob("*"))  # no store: nothing was imported

@@ -224,6 +224,12 @@ class IndexStatus:
 
 WARM_UP_QUERY = "Wie funktioniert die Suche? How does search work?"
 """What `Index.warm_up` asks: two languages, so every list of a hybrid search runs once."""
+WARM_UP_NOTE = (
+    "---\ntitle: Warm-up\ntags: [mindnet]\n---\n# Warm-up\n\n## Abschnitt\n\nEin Satz auf Deutsch mit einem "
+    "[[Link]]. A sentence in English.\n\n- a list item\n\n```python\nprint(1)\n```\n"
+)
+"""What `Index.prepare_import` chunks: frontmatter, headings, a link, a list and code in both languages, so
+every part of the chunker a save needs has run once."""
 E5_QUERY_THREAD = "mindnet-e5-query"
 """Name prefix of the thread `Index` makes a search's e5 list on (tests look for it after `close`)."""
 
@@ -692,6 +698,17 @@ class Index:
             if tier is not None:
                 tier.prepare()
         self.search(query, k=1)
+
+    def prepare_import(self) -> None:
+        """Load now what the first import of a saved note would: the default model (sentencepiece), the
+        Markdown parser, the language model and the sentence splitter, by chunking `WARM_UP_NOTE` (kept
+        nowhere). A watching resident calls it after it says ready, so that its first save does not wait
+        for them."""
+        from .chunking.pipeline import chunk_note
+        from .reading import note_from_text
+
+        self.embedder.prepare()
+        chunk_note(note_from_text(WARM_UP_NOTE, self.settings, "warm-up.md"), self.settings)
 
     def searcher(self) -> Searcher:
         """A searcher over this store with the models that built it (R22)."""

@@ -222,11 +222,11 @@ class Resident:
             self._warmed.set()
 
     def _warm_writes(self) -> None:
-        """After ready: what the writer will load, loaded now (sentencepiece for a save's chunking, the e5
-        model for the fill), so that the first save and the first fill batch do not wait for it."""
+        """After ready: what the writer will load, loaded now (the chunker and sentencepiece for a save, the
+        e5 model for the fill), so that the first save and the first fill batch do not wait for it."""
         try:
             if self._watch and not self._stop.is_set():
-                self.index.embedder.prepare()
+                self.index.prepare_import()
             if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
                 tier = self.index.e5_embedder()
                 if tier is not None:
