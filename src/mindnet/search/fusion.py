@@ -280,10 +280,7 @@ def add_note_lists(cands: Sequence[_Cand], lists: CandidateLists, tuning: Search
     section to cite; a note only these lists found joins with its lead chunk. The BM25 list weighs a note
     by the query's language odds as the chunk list does. Inputs are not changed; sorted, best first.
     """
-    out = [c.copy() for c in sorted(cands, key=lambda c: -c.score)]
-    best: dict[str, _Cand] = {}
-    for c in out:
-        best.setdefault(str(c.payload.get("note_id", "")), c)
+    out, best = _copies_by_note(cands)
     k = tuning.rrf_k
     for name, points in (("note", lists.notes if tuning.note_weight > 0 else ()),
                          ("note_lexical", lists.notes_lexical)):
@@ -302,6 +299,15 @@ def add_note_lists(cands: Sequence[_Cand], lists: CandidateLists, tuning: Search
                 out.append(c)
             c.add(name, w / (k + rank), rank)
     return sorted(out, key=lambda c: -c.score)
+
+
+def _copies_by_note(cands: Sequence[_Cand]) -> tuple[list[_Cand], dict[str, _Cand]]:
+    """Copies of the candidates, best first, and each note's best copy: where a note-level term goes."""
+    out = [c.copy() for c in sorted(cands, key=lambda c: -c.score)]
+    best: dict[str, _Cand] = {}
+    for c in out:
+        best.setdefault(str(c.payload.get("note_id", "")), c)
+    return out, best
 
 
 def keep_exact(cands: Sequence[_Cand], rare: RareWord, worst: int) -> list[_Cand]:
@@ -412,10 +418,7 @@ def add_title_list(cands: Sequence[_Cand], named: Sequence[NamedNote], *, rrf_k:
     not changed; the result is sorted, best first.
     """
     same = weight if weight_same is None else weight_same
-    out = [c.copy() for c in sorted(cands, key=lambda c: -c.score)]
-    best: dict[str, _Cand] = {}
-    for c in out:
-        best.setdefault(str(c.payload.get("note_id", "")), c)
+    out, best = _copies_by_note(cands)
     for m in named:
         c = best.get(m.note_id)
         if c is None:

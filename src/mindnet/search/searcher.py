@@ -173,7 +173,7 @@ class Searcher:
             return []
         cands, lists = found
         if by_note:
-            cands = rank_notes(cands, lists, self.tuning, self.tuning.note_sum_weight if mode == "hybrid" else 0.0)
+            cands = self._rank_notes(cands, lists, mode)
         return [_hit(rank, c, explain and mode == "hybrid") for rank, c in enumerate(cands[:k], 1)]
 
     def search_notes(self, query: str, *, k: int = 10, sections: int = 3, mode: Mode = "hybrid",
@@ -190,7 +190,7 @@ class Searcher:
         if found is None:
             return []
         cands, lists = found
-        notes = rank_notes(cands, lists, self.tuning, self.tuning.note_sum_weight if mode == "hybrid" else 0.0)
+        notes = self._rank_notes(cands, lists, mode)
         chunks: dict[str, list[_Cand]] = {}
         for c in sorted(cands, key=lambda c: -c.score):
             chunks.setdefault(str(c.payload.get("note_id", "")), []).append(c)
@@ -202,6 +202,10 @@ class Searcher:
             out.append(NoteHit(rank, float(note.score), hits[0].note_id, hits[0].path, hits[0].title, hits,
                                _explanation(note) if with_explain else None))
         return out
+
+    def _rank_notes(self, cands: list[_Cand], lists: CandidateLists | None, mode: Mode) -> list[_Cand]:
+        """`rank_notes` as both rankings by note use it: the note sum only counts in hybrid search."""
+        return rank_notes(cands, lists, self.tuning, self.tuning.note_sum_weight if mode == "hybrid" else 0.0)
 
     def _candidates(self, query: str, k: int, mode: Mode, filters: SearchFilters | None, expand: bool,
                     by_note: bool) -> tuple[list[_Cand], CandidateLists | None] | None:
