@@ -604,15 +604,13 @@ class WindowCounter:
         at = [i for i, t in enumerate(texts) if isinstance(t, WindowText)]
         if not at:
             return self.embedder.embed_passages(texts)
-        chunks = [t for t in texts if not isinstance(t, WindowText)]
-        own = self.embedder.embed_passages(chunks) if chunks else None
-        before = _embedder_counts(self.embedder)[1]
-        windows = self.embedder.embed_passages([texts[i] for i in at])
-        self.windows += _embedder_counts(self.embedder)[1] - before
+        rest = [i for i, t in enumerate(texts) if not isinstance(t, WindowText)]
         out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
-        out[at] = windows
-        if own is not None:
-            out[[i for i in range(len(texts)) if i not in set(at)]] = own
+        if rest:
+            out[rest] = self.embedder.embed_passages([texts[i] for i in rest])
+        before = _embedder_counts(self.embedder)[1]
+        out[at] = self.embedder.embed_passages([texts[i] for i in at])
+        self.windows += _embedder_counts(self.embedder)[1] - before
         return out
 
 
