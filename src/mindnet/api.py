@@ -746,9 +746,11 @@ class Index:
                      **options: Any) -> list[NoteHit]:
         """Notes for a query, each once with its best `sections` passages (`Searcher.search_notes`); options
         as `Searcher.search_notes` (mode, filters, explain). Several wordings of one question are searched
-        alike, fused by rank (`search_many`) and grouped by note (`group_hits`), without explanations."""
-        if isinstance(queries, str):
-            return self.searcher().search_notes(checked_query(queries), k=k, sections=sections, **options)
+        alike, fused by rank (`search_many`) and grouped by note (`group_hits`), without explanations (a list of
+        one query is that query, explanation and all)."""
+        if isinstance(queries, str) or len(queries) == 1:
+            query = queries if isinstance(queries, str) else queries[0]
+            return self.searcher().search_notes(checked_query(query), k=k, sections=sections, **options)
         options.pop("explain", None)
         wanted = [q for q in queries if q.strip()]
         if len(wanted) == 1:

@@ -125,8 +125,7 @@ class LocalBackend:
                      explain: bool = False) -> list[dict[str, Any]]:
         from .. import SearchFilters
 
-        notes = self.index.search_notes(queries[0] if len(queries) == 1 else queries, k=k, mode=mode,
-                                        filters=SearchFilters(**filters), explain=explain)
+        notes = self.index.search_notes(queries, k=k, mode=mode, filters=SearchFilters(**filters), explain=explain)
         return [n.as_dict() for n in notes]
 
     def read(self, ref: str, *, section: str | None, lines: tuple[int, int] | None, max_chars: int

@@ -112,8 +112,7 @@ def create_app(resident: Resident, *, info: dict[str, Any] | None = None) -> Fas
         mode: Annotated[str, Query(pattern="^(" + "|".join(MODES) + ")$")] = "hybrid",
         explain: bool = False,
     ) -> list[dict[str, Any]]:
-        found = index.search_notes(q[0] if len(q) == 1 else q, k=k, sections=sections, mode=mode, filters=filters,
-                                   explain=explain)
+        found = index.search_notes(q, k=k, sections=sections, mode=mode, filters=filters, explain=explain)
         return [n.as_dict() for n in found]
 
     @app.post("/api/context", summary="A token-budgeted context with citations (`mindnet context --json`)")
