@@ -77,16 +77,17 @@ def dump_json(data: Any) -> None:
     sys.stdout.write("\n")
 
 
-def server_url(proc: subprocess.Popen[bytes], vault: Path, poll: float) -> str:
-    """The URL a spawned `mindnet serve` writes to the vault's `.mindnet/server.json`, once it is its own
-    (a stale file of an earlier server names another pid); exits if the server dies first."""
+def server_url(proc: subprocess.Popen[bytes], address: Path, poll: float) -> str:
+    """The URL a spawned `mindnet serve` writes to its address file (`server.json` in the store folder:
+    `VAULT/.mindnet/` unless `--store`), once it is its own (a stale file of an earlier server names
+    another pid); exits if the server dies first."""
     while True:
         if proc.poll() is not None:
             raise SystemExit(f"mindnet serve exited with {proc.returncode}")
         try:
-            address = json.loads((vault / ".mindnet" / "server.json").read_text())
-            if address["pid"] == proc.pid:
-                return str(address["url"])
+            data = json.loads(address.read_text())
+            if data["pid"] == proc.pid:
+                return str(data["url"])
         except (OSError, ValueError, KeyError):
             pass
         time.sleep(poll)

@@ -24,17 +24,16 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import MSDOCS, table
+from serve import Served
+from serve import p as pct
 
 DOCS = MSDOCS / "docs"
 """The 2,905 notes of the corpus (its SOURCE.md left out), as the issue measured them."""
@@ -42,11 +41,6 @@ MINDNET = str(Path(sys.executable).with_name("mindnet"))
 QUERIES = ("Besprechung planen", "Anrufweiterleitung einrichten", "Teams Räume Geräte", "Richtlinien für Chats",
            "Skype for Business Migration", "Gastzugriff aktivieren", "Telefonnummern zuweisen", "Livestream",
            "Wie konfiguriere ich Direct Routing?", "Aufbewahrungsrichtlinien für Teams")
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))] if ordered else float("nan")
 
 
 def build_vault(work: Path, notes: int) -> Path:
@@ -90,59 +84,6 @@ def fresh_store(store: Path, cache: Path | None) -> None:
         shutil.copy2(cache, store / "embeddings.sqlite")
 
 
-class Served:
-    """`mindnet serve --no-e5` on a store, its RSS and HTTP API."""
-
-    def __init__(self, vault: Path, store: Path, log: Path) -> None:
-        self.store = store
-        self._log = log.open("w")
-        self.proc = subprocess.Popen([MINDNET, "serve", str(vault), "--store", str(store), "--port", "0", "--no-e5"],
-                                     stdout=self._log, stderr=subprocess.STDOUT)
-        self.url = self._address()
-
-    def _address(self) -> str:
-        while True:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"mindnet serve exited with {self.proc.returncode}")
-            try:
-                address = json.loads((self.store / "server.json").read_text())
-                if address["pid"] == self.proc.pid:
-                    return str(address["url"])
-            except (OSError, ValueError, KeyError):
-                pass
-            time.sleep(0.2)
-
-    def get(self, path: str, **params: Any) -> Any:
-        url = f"{self.url}{path}?{urllib.parse.urlencode(params, doseq=True)}"
-        with urllib.request.urlopen(url, timeout=600) as response:
-            return json.loads(response.read())
-
-    def ready(self) -> None:
-        while self.get("/api/health").get("status") != "ok":
-            time.sleep(0.2)
-
-    def idle(self, imports: int) -> None:
-        while True:
-            state = self.get("/api/status")["resident"]
-            if state["imports"] >= imports and not state["importing"]:
-                return
-            time.sleep(0.2)
-
-    def imports(self) -> int:
-        return int(self.get("/api/status")["resident"]["imports"])
-
-    def rss_mb(self) -> float:
-        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
-
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(timeout=600)
-        self._log.close()
-
-
 def searches(server: Served, rounds: int) -> list[float]:
     """Seconds per `/api/search` request, `rounds` times over the queries."""
     out: list[float] = []
@@ -156,10 +97,10 @@ def searches(server: Served, rounds: int) -> list[float]:
 
 def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict[str, float]:
     """Serve RSS once warmed up, search latency, and RSS after `edits` edits in `rounds` waited-for rounds."""
-    server = Served(vault, store, log)
+    server = Served(vault, log, store=store, command=[MINDNET], timeout=600)
     try:
         server.ready()
-        server.idle(1)
+        server.wait_idle(1)
         searches(server, 1)  # every code path of a search has run once
         out = {"rss_warm_mb": server.rss_mb()}
         took = searches(server, 5)
@@ -176,7 +117,7 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
                         fh.write(f"\n\nÄnderung {i} für den Benchmark.\n")
                 done = min(edits, done + per_round)
                 time.sleep(0.5)
-                server.idle(before + 1)
+                server.wait_idle(before + 1)
                 rss.append(server.rss_mb())
             out |= {"rss_edits_mb": rss[-1], "rss_edits_min_mb": min(rss), "rss_edits_max_mb": max(rss)}
         return out

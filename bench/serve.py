@@ -32,6 +32,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +51,32 @@ def p(values: list[float], q: float) -> float:
 
 
 class Served:
-    def __init__(self, vault: Path, log: Path) -> None:
+    """A `mindnet serve --no-e5` process and plain HTTP to it (also `bench/scale.py`'s and `bench/web.py`'s)."""
+
+    def __init__(self, vault: Path, log: Path, *, store: Path | None = None, command: Sequence[str] = CLI,
+                 timeout: float = 120) -> None:
         self.vault = vault
+        self.timeout = timeout
+        """Seconds a request may take (a 30k-note store answers its first ones slowly)."""
         self._log = log.open("w")
-        self.proc = subprocess.Popen([*CLI, "serve", str(vault), "--port", "0", "--no-e5"], stdout=self._log,
-                                     stderr=subprocess.STDOUT)
-        self.url = server_url(self.proc, self.vault, 0.1)
+        extra = ["--store", str(store)] if store is not None else []
+        self.proc = subprocess.Popen([*command, "serve", str(vault), *extra, "--port", "0", "--no-e5"],
+                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.url = server_url(self.proc, (store or vault / ".mindnet") / "server.json", 0.1)
 
     def get(self, path: str, **params: Any) -> Any:
         url = f"{self.url}{path}?{urllib.parse.urlencode(params, doseq=True)}"
-        with urllib.request.urlopen(url, timeout=120) as response:
+        with urllib.request.urlopen(url, timeout=self.timeout) as response:
             return json.loads(response.read())
+
+    def ready(self) -> None:
+        """Until `/api/health` says ok (the server is warm)."""
+        while self.get("/api/health").get("status") != "ok":
+            time.sleep(0.2)
+
+    def imports(self) -> int:
+        """Imports the server has finished."""
+        return int(self.get("/api/status")["resident"]["imports"])
 
     def rss_mb(self) -> float:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():

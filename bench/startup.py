@@ -111,7 +111,7 @@ class Serve:
         self.spawned = time.perf_counter()
         self.proc = subprocess.Popen([*MINDNET, "serve", str(vault), "--port", "0", *args], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
-        self.url = server_url(self.proc, self.vault, 0.005)
+        self.url = server_url(self.proc, self.vault / ".mindnet" / "server.json", 0.005)
         self.ready_after = self._ready()
 
     def _ready(self) -> float:
