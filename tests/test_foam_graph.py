@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -57,9 +58,17 @@ def imported(vault: Path, settings: Settings | None = None) -> None:
         index.import_vault(e5=False)
 
 
-def _copy(tmp: Path) -> Path:
+FIXED_MTIME = 1_796_187_300
+"""2026-12-02T04:55:00Z. Notes without `created` take their file's mtime, and a checkout's mtimes are
+whenever it was made: every copy is stamped with this time so the payloads can be compared."""
+
+
+def _copy(tmp: Path, source: Path | None = None) -> Path:
     vault = tmp / "vault"
-    shutil.copytree(corpus("foam-docs/vault"), vault, ignore=shutil.ignore_patterns(".mindnet"))
+    shutil.copytree(source or corpus("foam-docs/vault"), vault, ignore=shutil.ignore_patterns(".mindnet"))
+    for path in vault.rglob("*"):
+        if path.is_file():
+            os.utime(path, (FIXED_MTIME, FIXED_MTIME))
     return vault
 
 
@@ -122,8 +131,7 @@ def main() -> None:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        vault = Path(tmp) / "vault"
-        shutil.copytree(Path(__file__).resolve().parents[2] / "shared/corpora/foam-docs/vault", vault)
+        vault = _copy(Path(tmp), Path(__file__).resolve().parents[2] / "shared/corpora/foam-docs/vault")
         imported(vault)
         data = store_payloads(vault)
     FIXTURE.parent.mkdir(parents=True, exist_ok=True)
