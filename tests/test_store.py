@@ -304,6 +304,32 @@ def test_edge_bulk_then_optimize_builds_index(tmp_path) -> None:
         assert store.search_dense("chunks", "use", q, limit=1)[0].id == "n42#c01"
 
 
+def test_edge_bulk_writes_settle_into_immutable_segments(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bulk import optimises and reopens each shard every SETTLE_POINTS points (issue 27): nothing is lost,
+    filters and ids still answer, and edges (no dense vector) become immutable segments thanks to the marker,
+    which the caller never sees."""
+    import mindnet.store.embedded as embedded
+
+    monkeypatch.setattr(embedded, "SETTLE_POINTS", 150)
+    monkeypatch.setattr(embedded, "INDEXING_THRESHOLD_KB", 1)
+    path = tmp_path / "s"
+    edges = [PointRecord(f"e{i}", {"note_id": f"n{i % 37}", "kind": "references", "source_id": f"n{i}",
+                                   "target_id": f"n{i + 1}"}) for i in range(1000)]
+    with EdgeStore(path, prefix="v") as store:
+        store.ensure(SCHEMA)
+        for start in range(0, len(edges), 64):
+            store.upsert("edges", edges[start:start + 64])
+        store.optimize()
+        assert store.count("edges") == 1000
+        assert store.count("edges", Filter.all(Equals("note_id", "n5"))) == len(range(5, 1000, 37))
+        got = store.retrieve("edges", ["e7"], with_vectors=True)
+        assert [p.payload["target_id"] for p in got] == ["n8"] and got[0].sparse == {}
+    immutable = list((path / "v_edges" / "segments").glob("*/id_tracker.i2e"))
+    assert immutable, "edges stayed in appendable segments: the optimiser never indexed them"
+    with EdgeStore(path, prefix="v") as store:
+        assert store.count("edges", Filter.all(Equals("kind", "references"))) == 1000
+
+
 def test_data_without_meta_is_refused(tmp_path) -> None:
     path = tmp_path / "store"
     with EdgeStore(path) as store:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,38 @@ from .records import (
     TextMatch,
 )
 
+PRESENT = "present"
+"""A one-entry sparse vector on every point of a collection without dense vectors (edges, notes).
+
+Qdrant's optimiser turns a segment into its immutable, memory-mapped form only once its vectors pass the
+indexing threshold; a collection of payloads alone would stay in the appendable form forever, with every
+payload index held in memory (233k edges of a 10k-note vault: ~500 MB, and a second to load). The marker
+gives the optimiser something to count. Stores created before it have no marker and keep working."""
+
+SETTLE_POINTS = 20_000
+"""Points written to one collection between two settles in a bulk import: optimise what was written into
+bounded immutable segments, reopen the shard and hand freed memory back, so that an import's peak memory is
+set by this figure and not by the vault (issue 27)."""
+
+REOPEN_AFTER = 2_000
+"""Points written since the last reopen above which `optimize` also reopens: small saves (watch mode) keep
+their shard open; a large import drops the pages its optimiser touched."""
+
+INDEXING_THRESHOLD_KB = 1_000
+"""Vectors (KB) an appendable segment holds before the optimiser indexes it into an immutable segment:
+~500 chunk vectors, or about 100k markers. Qdrant's default (10 MB) left edges appendable forever."""
+
+MAX_SEGMENT_KB = 65_536
+"""Largest segment the optimiser builds or merges into: what one optimisation holds at once."""
+
+
+def _cold() -> Any:
+    """Memory placement for everything the store keeps: on disk, paged in when read, never preloaded.
+
+    A resident then holds what its searches touch (the page cache can drop it), and opening a store does
+    not read it whole; the HNSW graph and vectors of a warm store stay in the page cache all the same."""
+    return qe.Memory.Cold
+
 
 class EdgeStore(Store):
     """Embedded store: one Qdrant Edge shard per collection under `path` (R20 default).
@@ -43,6 +78,8 @@ class EdgeStore(Store):
         # Created on the first write, not here: a status or a search of a vault that was never
         # imported (or a typo) must not leave a store folder behind.
         self._shards: dict[str, qe.EdgeShard] = {}
+        self._pending: dict[str, int] = {}  # points written per collection since its shard was reopened
+        self._markers: dict[str, bool] = {}  # whether a collection's shard carries the PRESENT vector
 
     def describe(self) -> str:
         return str(self.path)
@@ -86,13 +123,21 @@ class EdgeStore(Store):
         return shard
 
     def _create(self, collection: str, dense: Mapping[str, tuple[int, bool]], sparse: Sequence[str]) -> None:
+        sparse_params = {n: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=_cold()) for n in sparse}
+        if not dense:
+            sparse_params[PRESENT] = qe.EdgeSparseVectorParams(memory=_cold())
         config = qe.EdgeConfig(
-            vectors={n: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine, multivector_config=_multi(m))
+            vectors={n: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine, multivector_config=_multi(m),
+                                            memory=_cold())
                      for n, (d, m) in dense.items()},
-            sparse_vectors={n: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf) for n in sparse},
+            sparse_vectors=sparse_params,
             # full_scan_threshold (KB of vectors) is required by the binding; 10000 is Qdrant's default.
             hnsw_config=qe.HnswIndexConfig(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct,
-                                           full_scan_threshold=10_000),
+                                           full_scan_threshold=10_000, memory=_cold()),
+            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB,
+                                               max_segment_size=MAX_SEGMENT_KB),
+            payload_memory=_cold(),
+            id_tracker_memory=_cold(),
         )
         try:
             self.path.mkdir(parents=True, exist_ok=True)
@@ -102,6 +147,8 @@ class EdgeStore(Store):
 
     def _drop(self, collection: str) -> None:
         shard = self._shards.pop(collection, None)
+        self._pending.pop(collection, None)
+        self._markers.pop(collection, None)
         if shard is not None:
             shard.close()
         shutil.rmtree(self._dir(collection), ignore_errors=True)
@@ -127,7 +174,10 @@ class EdgeStore(Store):
         have = shard.info().payload_schema
         for key in keywords:
             if key not in have:
-                params = qe.KeywordIndexParams(prefix=True) if key in PREFIX_INDEXED else qe.PayloadSchemaType.Keyword
+                # No HNSW links per payload value (Qdrant builds a subgraph per keyword value otherwise: most of
+                # an import's optimise time for no gain, filters on these fields are small or exact scans).
+                params = qe.KeywordIndexParams(prefix=key in PREFIX_INDEXED or None, memory=_cold(), on_disk=True,
+                                               enable_hnsw=False)
                 shard.update(qe.UpdateOperation.create_field_index(key, params))
         for key in texts:
             if key not in have:
@@ -136,12 +186,43 @@ class EdgeStore(Store):
     def _upsert(self, collection: str,
                 batch: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, SparseVec]]]) -> None:
         points = []
+        marker = self._has_marker(collection)
         for pid, payload, dense, sparse in batch:
             vector: dict[str, Any] = dict(dense)
             for name, sv in sparse.items():
                 vector[name] = qe.SparseVector(list(sv.indices), list(sv.values))
+            if marker:
+                vector[PRESENT] = qe.SparseVector([0], [1.0])
             points.append(qe.Point(pid, vector, payload))
         self._shard(collection).update(qe.UpdateOperation.upsert_points(points))
+        self._pending[collection] = self._pending.get(collection, 0) + len(points)
+        if self._pending[collection] >= SETTLE_POINTS:
+            self._settle(collection)
+
+    def _has_marker(self, collection: str) -> bool:
+        if collection not in self._markers:
+            config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
+            self._markers[collection] = PRESENT in (config.get("sparse_vectors") or {})
+        return self._markers[collection]
+
+    def _settle(self, collection: str) -> None:
+        """Optimise a collection's shard and reopen it: what was written becomes bounded immutable segments,
+        and the pages and allocations the writing and optimising touched are let go."""
+        shard = self._shards.pop(collection, None)
+        self._pending[collection] = 0
+        if shard is None:
+            return
+        shard.optimize()
+        shard.close()
+        _release_freed_memory()
+        for attempt in range(50):  # a reader (a cold `mindnet search`) may hold the shard for a moment
+            try:
+                self._shard(collection)
+                return
+            except StoreError:
+                if attempt == 49:
+                    raise
+                time.sleep(0.2)
 
     def _delete_filter(self, collection: str, flt: Filter) -> None:
         self._shard(collection).update(qe.UpdateOperation.delete_points_by_filter(_edge_filter(flt)))
@@ -151,14 +232,14 @@ class EdgeStore(Store):
 
     def _retrieve(self, collection: str, pids: list[str], with_vectors: bool) -> list[StoredPoint]:
         records = self._shard(collection).retrieve(list(pids), with_payload=True, with_vector=with_vectors)
-        return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records]
+        return [_stored(collection, r.payload, _own(r.vector) if with_vectors else None) for r in records]
 
     def _scroll(self, collection: str, flt: Filter | None, offset: Any, limit: int,
                 with_vectors: bool, fields: list[str] | None = None) -> tuple[list[StoredPoint], Any]:
         payload: Any = True if fields is None else qe.PayloadSelector.Include(fields)
         records, nxt = self._shard(collection).scroll(qe.ScrollRequest(
             offset=offset, limit=limit, filter=_edge_filter(flt), with_payload=payload, with_vector=with_vectors))
-        return [_stored(collection, r.payload, r.vector if with_vectors else None) for r in records], nxt
+        return [_stored(collection, r.payload, _own(r.vector) if with_vectors else None) for r in records], nxt
 
     def _count(self, collection: str, flt: Filter | None) -> int:
         return self._shard(collection).count(qe.CountRequest(exact=True, filter=_edge_filter(flt)))
@@ -193,8 +274,11 @@ class EdgeStore(Store):
         return [_scored(collection, h.score, h.payload) for h in hits]
 
     def optimize(self) -> None:
-        for shard in self._shards.values():
-            shard.optimize()
+        for collection, shard in list(self._shards.items()):
+            if self._pending.get(collection, 0) >= REOPEN_AFTER:
+                self._settle(collection)
+            else:
+                shard.optimize()
 
     def flush(self) -> None:
         for shard in self._shards.values():
@@ -204,6 +288,22 @@ class EdgeStore(Store):
         shards, self._shards = self._shards, {}
         for shard in shards.values():
             shard.close()
+        if shards:
+            _release_freed_memory()
+
+
+def _release_freed_memory() -> None:
+    """Hand memory the engine freed back to the system (glibc keeps freed arenas otherwise: after an
+    optimise, hundreds of MB stay in a process that holds nothing). A no-op where there is no glibc."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def _own(vector: Any) -> Any:
+    """A point's vectors without the optimiser's marker: it is the adapter's, never the caller's."""
+    if isinstance(vector, dict) and PRESENT in vector:
+        return {k: v for k, v in vector.items() if k != PRESENT}
+    return vector
 
 
 def _multi(multi: bool) -> qe.MultiVectorConfig | None:
@@ -220,7 +320,8 @@ def _edge_error(path: Path, exc: Exception) -> StoreError:
 def _edge_text_index() -> qe.TextIndexParams:
     # Multilingual tokenizer: German compounds and umlauts split as a reader expects; no stemmer,
     # so a text filter means "these words occur", as written.
-    return qe.TextIndexParams(tokenizer=qe.TokenizerType.Multilingual, lowercase=True)
+    return qe.TextIndexParams(tokenizer=qe.TokenizerType.Multilingual, lowercase=True, memory=_cold(), on_disk=True,
+                              enable_hnsw=False)
 
 
 def _edge_condition(cond: Condition) -> Any:
