@@ -53,7 +53,13 @@ INDEXING_THRESHOLD_KB = 1_000
 ~500 chunk vectors, or about 100k markers. Qdrant's default (10 MB) left edges appendable forever."""
 
 MAX_SEGMENT_KB = 65_536
-"""Largest segment the optimiser builds or merges into: what one optimisation holds at once."""
+"""Largest segment (KB of vectors) the optimiser builds or merges into: ~30k chunks, what one optimisation
+holds at once."""
+
+MARKER_SEGMENT_KB = 128
+"""The same bound for a collection whose only vector is the marker (~5 bytes a point): ~25k edges or notes.
+Qdrant counts vector bytes only, so the chunks' bound would let every edge merge into one segment, rewritten
+whole on each merge."""
 
 
 def _cold() -> Any:
@@ -135,7 +141,7 @@ class EdgeStore(Store):
             hnsw_config=qe.HnswIndexConfig(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct,
                                            full_scan_threshold=10_000, memory=_cold()),
             optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEXING_THRESHOLD_KB,
-                                               max_segment_size=MAX_SEGMENT_KB),
+                                               max_segment_size=MAX_SEGMENT_KB if dense else MARKER_SEGMENT_KB),
             payload_memory=_cold(),
             id_tracker_memory=_cold(),
         )
