@@ -311,7 +311,7 @@ def test_edge_bulk_writes_settle_into_immutable_segments(tmp_path, monkeypatch: 
     import mindnet.store.embedded as embedded
 
     monkeypatch.setattr(embedded, "SETTLE_POINTS", 150)
-    monkeypatch.setattr(embedded, "INDEXING_THRESHOLD_KB", 1)
+    monkeypatch.setattr(embedded, "MARKER_INDEXING_KB", 1)
     path = tmp_path / "s"
     edges = [PointRecord(f"e{i}", {"note_id": f"n{i % 37}", "kind": "references", "source_id": f"n{i}",
                                    "target_id": f"n{i + 1}"}) for i in range(1000)]
