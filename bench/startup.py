@@ -21,8 +21,8 @@ Figures and their floors (bench/README.md has the table with what each one times
 - MCP initialize + tools/list and the first search, from spawning `mindnet mcp V` (the official
   SDK's client); floor a later search.
 - no-op re-import: `mindnet import V`; floor `python -c "import numpy, onnxruntime"`.
-- cold import of a German vault into an empty store; floor the encoder alone on the same chunk
-  texts, as a process of its own.
+- cold import of a German vault into an empty store; floor the encoder alone on the same texts (every
+  chunk and every note window, both of which the import embeds), as a process of its own.
 - save -> searchable during an e5 fill, p50 and p95; beside it the same with the tier complete.
 
 V is about 180 short notes: copies of foam-docs/vault and zettlr-docs/docs (en and de). The German
@@ -195,15 +195,26 @@ def encoder_alone(texts_file: Path) -> None:
         model.embed_passages(texts[start:start + 256])
 
 
-def chunk_texts(vault: Path, out: Path) -> int:
-    """What the model sees of every chunk of `vault` (`points.embedding_input`), written as JSON."""
+def chunk_texts(vault: Path, out: Path) -> tuple[int, int]:
+    """What the model sees of `vault` in an import, written as JSON: every chunk (`points.embedding_input`)
+    and every note's windows (`points.note_inputs`, issue 25), which the import embeds as well.
+
+    Returns:
+        (chunks, windows).
+    """
     from mindnet import Vault, load_settings
-    from mindnet.points import embedding_input
+    from mindnet.chunking.tokens import default_tokenizer
+    from mindnet.points import embedding_input, note_inputs
 
     settings = load_settings(vault)
-    texts = [embedding_input(chunk, settings) for chunk in Vault(vault, settings).chunks()]
+    vault_ = Vault(vault, settings)
+    texts = [embedding_input(chunk, settings) for chunk in vault_.chunks()]
+    chunks = len(texts)
+    tokenizer = default_tokenizer()
+    for note in vault_.notes:
+        texts.extend(note_inputs(note, settings, tokenizer))
     out.write_text(json.dumps(texts), encoding="utf-8")
-    return len(texts)
+    return chunks, len(texts) - chunks
 
 
 Row = tuple[str, str, float, str, float]
@@ -298,7 +309,7 @@ def main() -> None:
         shutil.rmtree(german, ignore_errors=True)
         shutil.copytree(CORPORA / "rustbook-de" / "src", german)
         texts = work / "german-texts.json"
-        chunks = chunk_texts(german, texts)
+        chunks, windows = chunk_texts(german, texts)
         imports, encoders, overlap = [], [], []
         for _ in range(max(1, args.runs // 2)):
             shutil.rmtree(german / ".mindnet", ignore_errors=True)  # store, embedding and notes caches
@@ -307,9 +318,9 @@ def main() -> None:
             imports.append(timed([*MINDNET, "import", str(german), "--no-quality-tier", "--json"], env, out=summary))
             result = json.loads(summary.read_text(encoding="utf-8"))
             overlap.append(f"{result['encoder_ahead']}/{result['encoder_threads']}")
-        rows.append((f"cold import ({chunks} chunks, rustbook-de)",
+        rows.append((f"cold import ({chunks} chunks, {windows} note windows, rustbook-de)",
                      f"mindnet import G, empty store and caches (batches ahead/threads: {', '.join(overlap)})",
-                     statistics.median(imports), "encoder alone, same texts", statistics.median(encoders)))
+                     statistics.median(imports), "encoder alone, chunks and windows", statistics.median(encoders)))
     print(report(rows, args.runs))
 
 
