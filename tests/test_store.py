@@ -206,6 +206,17 @@ def test_sparse_search_is_language_aware(open_test_store: StoreFactory) -> None:
     assert store.search_sparse("chunks", lexical_query("der die das"), limit=3) == []  # stopwords only
 
 
+def test_equal_scores_rank_in_id_order(open_test_store: StoreFactory) -> None:
+    """Ties come back in id order whatever order the points were written in (the engine's own order
+    follows its internal ids, which depend on how segments were written)."""
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    same = _unit(1, 0, 0, 0)
+    for cid in ("z#c02", "a#c01", "m#c03"):  # written out of order, one call each
+        store.upsert("chunks", [PointRecord(cid, {"note_id": cid.split("#")[0]}, vectors={"use": same})])
+    assert _ids(store.search_dense("chunks", "use", same, limit=3)) == ["a#c01", "m#c03", "z#c02"]
+
+
 def test_hybrid_rrf_fuses_both_rankings(open_test_store: StoreFactory) -> None:
     store = open_test_store()
     store.ensure(SCHEMA)

@@ -300,7 +300,7 @@ class Store(ABC):
         query: Any = _as_list(vector)
         if using in self._multi(collection):
             query = [query]
-        return self._search(collection, ("dense", using, query), limit, flt, score_threshold)
+        return _ties_by_id(self._search(collection, ("dense", using, query), limit, flt, score_threshold))
 
     def search_sparse(self, collection: CollectionName, vector: SparseVec, *, limit: int = 10,
                       flt: Filter | None = None, using: str = SPARSE_VECTOR) -> list[ScoredPoint]:
@@ -308,7 +308,7 @@ class Store(ABC):
         self._check_collection(collection)
         if not vector.indices:
             return []
-        return self._search(collection, ("sparse", using, vector), limit, flt, None)
+        return _ties_by_id(self._search(collection, ("sparse", using, vector), limit, flt, None))
 
     def search_hybrid(self, collection: CollectionName, using: str, vector: Sequence[float],
                       sparse: SparseVec, *, limit: int = 10, flt: Filter | None = None,
@@ -326,7 +326,7 @@ class Store(ABC):
         if not sparse.indices:
             return self.search_dense(collection, using, vector, limit=limit, flt=flt)
         n = candidates or max(4 * limit, 50)
-        return self._hybrid(collection, using, _as_list(vector), sparse, limit, flt, n, rrf_k, weights)
+        return _ties_by_id(self._hybrid(collection, using, _as_list(vector), sparse, limit, flt, n, rrf_k, weights))
 
     # -- helpers ---------------------------------------------------------------------------------
 
@@ -464,6 +464,12 @@ def _stored(collection: str, payload: Any, vectors: Any) -> StoredPoint:
     payload = dict(payload or {})
     dense, sparse = _split_vectors(vectors)
     return StoredPoint(str(payload.get(ID_FIELDS[collection], "")), payload, dense, sparse)
+
+
+def _ties_by_id(hits: list[ScoredPoint]) -> list[ScoredPoint]:
+    """Equal scores in id order: the engine orders ties by its internal ids, which depend on how its
+    segments were written and merged, so the same store content could rank two tied chunks either way."""
+    return sorted(hits, key=lambda h: (-h.score, h.id))
 
 
 def _scored(collection: str, score: float, payload: Any) -> ScoredPoint:
