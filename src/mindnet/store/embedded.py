@@ -213,8 +213,7 @@ class EdgeStore(Store):
 
     def _has_marker(self, collection: str) -> bool:
         if collection not in self._markers:
-            config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
-            self._markers[collection] = PRESENT in (config.get("sparse_vectors") or {})
+            self._markers[collection] = PRESENT in self._sparse_names(collection)
         return self._markers[collection]
 
     def _settle(self, collection: str) -> None:
