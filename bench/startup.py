@@ -15,7 +15,8 @@ Nothing is written into the repository or the corpora.
 Figures and their floors (bench/README.md has the table with what each one times):
 
 - cold search, e5 not filled / filled: `mindnet search Q --vault V` without a server, the whole
-  process; floor `python -c "import numpy, onnxruntime"`.
+  process; floor `python -c "import numpy, onnxruntime"`. A one-off search fuses the e5 list only
+  when the settings ask for the tier (`quality_tier = true`): a third row times that.
 - search via serve: the same command while `mindnet serve V` runs; floor `python -c pass`.
 - serve's first API search after it says ready (`/api/health` "ok"); floor a later search.
 - MCP initialize + tools/list and the first search, from spawning `mindnet mcp V` (the official
@@ -276,6 +277,12 @@ def main() -> None:
         value, floor = paired(cold, lambda: floor_numpy(env), args.runs)
         rows.append(("cold search, e5 filled", "mindnet search Q --vault V", value, "import numpy, onnxruntime",
                      floor))
+        # A one-off search fuses e5 only when the vault's settings ask for the tier: what that costs.
+        tier_env = env | {"MINDNET_QUALITY_TIER": "true"}
+        value, floor = paired(lambda i: timed([*MINDNET, "search", QUERIES[i % len(QUERIES)], "--vault", str(vault)],
+                                              tier_env), lambda: floor_numpy(env), args.runs)
+        rows.append(("cold search, e5 filled, quality_tier = true", "the same, fusing the e5 list", value,
+                     "import numpy, onnxruntime", floor))
     if "noop" in only:
         value, floor = paired(lambda i: timed([*MINDNET, "import", str(vault)], env), lambda: floor_numpy(env),
                               args.runs)

@@ -47,7 +47,7 @@ STAGES: tuple[tuple[str, ...], ...] = (
     ("unigram", "embedding", "e5_fast", "model_cache", "use_fast"),
     ("store",),
     ("retrieval_text", "points", "quality_tier", "stores", "preload", "sync"),
-    ("titles", "search"),
+    ("titles", "search", "name_file"),
     ("api", "reading"),
     ("lint", "evaluation", "service", "address"),
     ("cli", "cli_core", "cli_queries", "client", "launch", "server", "mcp", "web"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -199,3 +201,27 @@ def test_the_copy_reads_only_the_languages_asked_for_in_the_layout_py3langid_mak
     for ours, theirs in ((model.nb_ptc, packaged.nb_ptc), (model.nb_pc, packaged.nb_pc)):
         assert ours.dtype == theirs.dtype and ours.strides == theirs.strides and np.array_equal(ours, theirs)
     assert isinstance(model.walk._nextmove, np.memmap)  # the DFA is mapped, not read
+
+
+def test_the_packaged_models_hash_is_kept_by_its_stat_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The copy's name needs the packaged model's hash: kept beside the copies while the file's stat key
+    holds (not while racily new), computed again when the file changes."""
+    from mindnet import file_stat
+    from mindnet.language import _content_key
+
+    packaged = tmp_path / "model.plzma"
+    packaged.write_bytes(b"model v1" * 100)
+    root = tmp_path / "cache"
+    root.mkdir()
+    first = _content_key(packaged, root)
+    assert not (root / "langid-hashes.json").exists()  # racily new: not kept
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
+    assert _content_key(packaged, root) == first
+    kept = json.loads((root / "langid-hashes.json").read_text(encoding="utf-8"))
+    kept[str(packaged)]["hash"] = "kept"
+    (root / "langid-hashes.json").write_text(json.dumps(kept), encoding="utf-8")
+    assert _content_key(packaged, root) == "kept"  # the kept hash is trusted while the stat key holds
+    replaced = tmp_path / "new"
+    replaced.write_bytes(b"model v2" * 100)
+    os.replace(replaced, packaged)  # another inode: hashed again
+    assert _content_key(packaged, root) not in ("kept", first)

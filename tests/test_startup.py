@@ -14,6 +14,7 @@ Speed itself is measured in bench/startup.py, as ratios to floors of the same ru
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import subprocess
@@ -30,7 +31,7 @@ from hypothesis import strategies as st
 
 from cli_run import one_note_vault, run
 from fakes import FakeEmbedder
-from mindnet import Index, Resident, __version__, cli, cli_queries, launch, model_cache
+from mindnet import Index, Resident, __version__, cli, cli_queries, file_stat, launch, model_cache
 from mindnet.config import Settings, last_overview, load_settings
 from mindnet.embedding import E5Embedder, UseEmbedder
 from mindnet.quality_tier import E5_BATCH, BatchPace, e5_available
@@ -87,6 +88,24 @@ def test_a_damaged_cache_is_rebuilt_never_used(tmp_path: Path, source: Path, dam
     assert model_cache.load(tmp_path, "m-1", source) is None
     assert model_cache.load_or_build(tmp_path, "m-1", source, build) == good and build.calls == 2
     assert model_cache.load(tmp_path, "m-1", source) == good  # the rebuilt folder is whole again
+
+
+def test_a_mapped_table_is_checksummed_until_its_stat_key_is_kept(tmp_path: Path, source: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mapped file is checked in full until a load records its stat key (not while racily new); then a
+    load trusts the key, and a replaced or rewritten file (new inode or ctime) is checked again."""
+    build = Builder(source)
+    good = model_cache.load_or_build(tmp_path, "m-1", source, build, mapped=("table.u8",))
+    manifest = tmp_path / "m-1" / model_cache.MANIFEST
+    assert "checked" not in json.loads(manifest.read_text())  # just written: racy, not recorded
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
+    assert bytes(model_cache.load(tmp_path, "m-1", source, mapped=("table.u8",))["table.u8"]) == good["table.u8"]
+    table = tmp_path / "m-1" / "table.u8"
+    assert json.loads(manifest.read_text())["checked"] == {"table.u8": list(file_stat.stat_key(table.stat()))}
+    damaged = tmp_path / "damaged"
+    damaged.write_bytes(bytes(b ^ 0xFF for b in good["table.u8"]))
+    os.replace(damaged, table)  # same size, another inode
+    assert model_cache.load(tmp_path, "m-1", source, mapped=("table.u8",)) is None
 
 
 def test_a_changed_model_makes_the_cache_stale(tmp_path: Path, source: Path) -> None:
@@ -200,18 +219,25 @@ def test_e5_loads_only_when_used(tmp_path: Path) -> None:
     assert model._onnx is None and not model.prepared()
 
 
-def test_a_one_off_search_skips_an_e5_model_it_would_have_to_build(tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_one_off_search_uses_e5_only_when_asked_and_never_builds_it(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resident always fuses the e5 list; a one-off search only with `quality_tier = true` and a model
+    that loads without a build (issue 26: loading e5 cost a cold search more than its answer)."""
     vault = one_note_vault(tmp_path, monkeypatch)
 
     class Unprepared(FakeEmbedder):
         def prepared(self) -> bool:
             return False
 
-    for short_lived, expected in ((True, None), (False, "fake-e5@1")):
-        index = Index(vault, e5=Unprepared(dim=16, model_id="fake-e5@1"), short_lived=short_lived)
+    cases = [(short_lived, tier, model) for short_lived in (True, False) for tier in (True, False)
+             for model in (FakeEmbedder, Unprepared)]
+    for short_lived, tier, model in cases:
+        settings = dataclasses.replace(load_settings(vault), quality_tier=tier)
+        index = Index(vault, settings, e5=model(dim=16, model_id="fake-e5@1"), short_lived=short_lived)
         found = index._e5_for_search()
-        assert (found.model_id if found is not None else None) == expected
+        used = not short_lived or (tier and model is FakeEmbedder)
+        assert (found.model_id if found is not None else None) == ("fake-e5@1" if used else None), (short_lived,
+                                                                                                     tier, model)
         index.close()
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from . import name_file
 from .config import (
     Settings,
     last_overview,
@@ -44,7 +45,7 @@ from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NotFoundError, VaultNotFoundError
 from .points import DENSE_VECTOR, E5_VECTOR
 from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
-from .search import Context, Hit, NoteHit, Searcher, fuse_hits, group_hits
+from .search import Context, Hit, NoteHit, Searcher, fuse_hits, group_hits, note_names
 from .store import Equals, Filter, HasVector, Store, copy_store
 from .stores import open_local_store, open_server_store, open_store
 from .text import line_of, line_starts
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
     from .note_cache import NoteCache
     from .reading import Vault
     from .sync import ImportLock, ImportSummary, Progress
+    from .titles import NoteNames
 
 # What only an import, a note's text or a graph needs (the chunker, the vault reader, the graph) is
 # imported where it is used: a search imports none of it (issue 26). The reading half of the API
@@ -257,9 +259,10 @@ class Index:
             shared: several threads use this index (a resident server: searches beside one writer);
                 every store call then takes one lock, so a search waits for a batch write, never
                 for the embedding that precedes it.
-            short_lived: a one-off process (the CLI): the e5 tier joins a search only when its model
-                loads without building anything (its graph is in the cache folder), so a search never
-                waits seconds for a build; it then answers with the default model and BM25.
+            short_lived: a one-off process (the CLI): it answers with the default model and BM25, and
+                the e5 tier joins only where the `quality_tier` setting asks for the tier and its model
+                loads without building anything (its graph is in the cache folder). Loading e5 costs a
+                one-off search more than its answer (issue 26); a resident (`serve`, `mcp`) always uses it.
         """
         if not isinstance(vault, str | os.PathLike):  # a `reading.Vault` already read
             self._vault: Vault | None = vault
@@ -286,6 +289,8 @@ class Index:
         self._query_pool: ThreadPoolExecutor | None = None
         self._store_lock = threading.RLock() if shared else None
         self._short_lived = short_lived
+        self._generation: str | None = None
+        """The store's generation when a short-lived index opened it (`name_file`); None: no names file."""
 
     @property
     def vault(self) -> Vault:
@@ -309,6 +314,8 @@ class Index:
 
     def store(self) -> Store:
         if self._store is None:
+            if self._short_lived and not self.settings.qdrant_url:
+                self._generation = name_file.generation(self.folder)  # before the store opens: `name_file`
             opened = open_store(self._root, self.settings)
             self._store = opened if self._store_lock is None else _serialised(opened, self._store_lock)
         return self._store
@@ -362,7 +369,11 @@ class Index:
 
             self._lock = ImportLock(self.folder)
         with self._lock, (self.store().lease() if lease else nullcontext()):
-            yield
+            name_file.begin_writing(self.folder)
+            try:
+                yield
+            finally:
+                name_file.end_writing(self.folder)
 
     # -- operations -------------------------------------------------------------------------------
 
@@ -671,15 +682,19 @@ class Index:
         return note.note_id
 
     def prepare_search(self) -> None:
-        """Open what every search reads, ahead of the first one: the searcher and the store's chunk and
-        note collections, each loaded from disk once per process.
+        """Open what every search reads, ahead of the first one: the searcher, the store's chunk and
+        note collections, each loaded from disk once per process, and the title list's note names (a
+        short-lived index reads those from the file beside the store and opens no notes collection
+        when the file is current, `name_file`).
 
         A one-off search calls it while its models load on another thread (`preload_models`): the
         store's loading holds Python's lock, the models' mostly does not, so the two overlap.
         """
-        store = self.searcher().store
-        store.count("chunks")
-        store.count("notes")
+        searcher = self.searcher()
+        searcher.store.count("chunks")
+        if self._generation is None:
+            searcher.store.count("notes")
+        searcher.title_matches("")  # the names: from the file beside the store, or the notes collection
 
     def warm_up(self, query: str = WARM_UP_QUERY) -> None:
         """Load now all that a first search would: the store's collections, the searcher, the e5 model
@@ -717,12 +732,30 @@ class Index:
                 raise MindnetError(f"{self._root} is not imported yet: run `mindnet import {self._root}`")
             # The provider is asked once, on the first search that fuses e5, and the model loads on the
             # e5 thread when that search embeds its query there, beside the rest of the search.
-            self._searcher = Searcher(self.store(), self.embedder, self.settings, quality=self._e5_for_search,
-                                      executor=self._e5_query_pool())
+            store = self.store()
+            names = self._kept_names if self._generation is not None else None
+            self._searcher = Searcher(store, self.embedder, self.settings, quality=self._e5_for_search,
+                                      executor=self._e5_query_pool(), names=names)
         return self._searcher
 
+    def _kept_names(self) -> NoteNames:
+        """The title list's note names for a short-lived index: the file beside the store when it was
+        written at the generation this index opened, else read from the notes collection and kept
+        there for the next one-off search (`name_file`)."""
+        seen = self._generation
+        kept = name_file.read_names(self.folder, seen) if seen is not None else None
+        if kept is not None:
+            return kept
+        names = note_names(self.store())
+        if seen is not None:
+            name_file.write_names(self.folder, seen, names)
+        return names
+
     def _e5_for_search(self) -> CachedEmbedder | None:
-        """The e5 model for a search: `e5_embedder`, but for a short-lived index only when it is prepared."""
+        """The e5 model for a search: `e5_embedder`, but for a short-lived index only when the settings ask
+        for the tier and its model is prepared (see `short_lived`)."""
+        if self._short_lived and not self.settings.quality_tier:
+            return None
         tier = self.e5_embedder()
         if tier is not None and self._short_lived and not getattr(tier.inner, "prepared", lambda: True)():
             return None

@@ -258,7 +258,7 @@ def _unpacked_model(packaged: Path, root: Path) -> Path | None:
     import numpy as np
 
     try:
-        copy = root / f"langid-{_COPY_FORMAT}-{_content_key(packaged)}"
+        copy = root / f"langid-{_COPY_FORMAT}-{_content_key(packaged, root)}"
         if copy.is_dir():
             return copy
         root.mkdir(parents=True, exist_ok=True)
@@ -281,11 +281,47 @@ def _unpacked_model(packaged: Path, root: Path) -> Path | None:
         return None
 
 
-def _content_key(packaged: Path) -> str:
-    """A short hash of the packaged model (4.6 MB, ~5 ms): the same model in every install gets one copy."""
-    import hashlib
+_HASHES_FILE = "langid-hashes.json"
+"""Packaged models' hashes by path and stat key, beside the copies (`_content_key`)."""
+_KEPT_HASHES = 8
+"""Installs remembered in that file (each virtualenv has its own packaged file)."""
 
-    return hashlib.blake2b(packaged.read_bytes(), digest_size=10).hexdigest()
+
+def _content_key(packaged: Path, root: Path | None = None) -> str:
+    """A short hash of the packaged model (4.6 MB): the same model in every install gets one copy.
+
+    Hashing it cost every process that detects a language 5-10 ms, a cold search's too (issue 26), so
+    the hash is kept in `root` under the file's path and stat key (`file_stat`; not while racily new)
+    and computed again only when they change.
+    """
+    import hashlib
+    import json
+    import time
+
+    from .file_stat import is_racy, stat_key
+
+    key = stat_key(packaged.stat())
+    memo = root / _HASHES_FILE if root is not None else None
+    kept: dict[str, Any] = {}
+    if memo is not None:
+        try:
+            kept = dict(json.loads(memo.read_text(encoding="utf-8")))
+            entry = kept.get(str(packaged)) or {}
+            if entry.get("stat") == list(key) and isinstance(entry.get("hash"), str):
+                return str(entry["hash"])
+        except (OSError, ValueError, TypeError, AttributeError):
+            kept = {}
+    digest = hashlib.blake2b(packaged.read_bytes(), digest_size=10).hexdigest()
+    if memo is not None and not is_racy(key, time.time_ns()):
+        others = [(p, e) for p, e in kept.items() if p != str(packaged)][-(_KEPT_HASHES - 1):]
+        record = {**dict(others), str(packaged): {"stat": list(key), "hash": digest}}
+        tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps(record), encoding="utf-8")
+            os.replace(tmp, memo)
+        except OSError:
+            pass  # a folder that cannot be written: the file is hashed again next time
+    return digest
 
 
 _STALE_TMP_SECONDS = 3600.0

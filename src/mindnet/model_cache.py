@@ -9,6 +9,12 @@ builds its files once into `Settings.cache_dir` and later processes read them ba
 - Loading verifies both: the source model must hash to the manifest's hash (a reinstalled or
   upgraded model makes the folder stale) and every file must match its checksum (a damaged or
   truncated file). Anything that does not verify is rebuilt, never used.
+- A memory-mapped table (USE's 65 MB embedding table) is read a few rows per query; checksumming it
+  read all of it, the largest part of a cold search's model load and 65 MB of page cache in every
+  process (issue 26). So the manifest keeps each mapped file's stat key once it has been checked,
+  and a load that finds the same key trusts the checksum it had: nothing writes into an installed
+  folder (it is replaced by a rename, which gives its files new inodes), any write to a file
+  changes its ctime, and a key is recorded only once it is not racily new (`file_stat`).
 - Hashing the source costs a read of the whole model, so the manifest also keeps the source's
   stat key (`file_stat`) at build time: while the file keeps that key (and it was not racily
   new when built) its hash is known. Another install of the same model hashes it once per process.
@@ -71,14 +77,37 @@ def load(root: Path, name: str, source: Path, mapped: Collection[str] = ()) -> F
         if not _same_source(manifest, source):
             return None
         files: Files = {}
+        checked: dict[str, StatKey] = dict(manifest.get("checked") or {})
         for file, expected in manifest["files"].items():
-            data = _mapped(folder / file) if file in mapped else (folder / file).read_bytes()
-            if checksum(data) != expected:
-                return None
+            if file in mapped:
+                data = _mapped(folder / file)
+                key = stat_key(os.stat(folder / file))
+                if list(checked.get(file) or ()) != list(key):
+                    if checksum(data) != expected:
+                        return None
+                    if not is_racy(key, time.time_ns()):  # a same-tick write could keep a racy key
+                        checked[file] = key
+            else:
+                data = (folder / file).read_bytes()
+                if checksum(data) != expected:
+                    return None
             files[file] = data
+        if checked != manifest.get("checked"):
+            _record_checked(folder, manifest, checked)
         return files
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _record_checked(folder: Path, manifest: dict[str, Any], checked: Mapping[str, StatKey]) -> None:
+    """Keep the stat keys of mapped files that matched their checksums (see the module docstring); a
+    folder that cannot be written is checked again next time."""
+    updated = {**manifest, "checked": {f: list(k) for f, k in checked.items()}}
+    with contextlib.suppress(OSError):
+        fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", dir=folder)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(updated))
+        os.replace(tmp, folder / MANIFEST)
 
 
 class MappedFile(mmap.mmap):

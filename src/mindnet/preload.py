@@ -33,16 +33,21 @@ class ModelsLoading:
         self._query = query
         self._tokenizer = tokenizer
         self._vault = vault
-        self._threads = [threading.Thread(target=self._load, name=PRELOAD_THREAD, daemon=True)]
+        # The graphs' sessions mostly leave Python's lock free while the query's text models (piece table,
+        # language model) mostly hold it: on two threads the one overlaps the other.
+        self._threads = [threading.Thread(target=self._load, name=PRELOAD_THREAD, daemon=True),
+                         threading.Thread(target=self._load_text, name=f"{PRELOAD_THREAD}-text", daemon=True)]
         if e5 and vault is not None and not settings.qdrant_url:
             self._threads.append(threading.Thread(target=self._load_e5, name=f"{PRELOAD_THREAD}-e5", daemon=True))
         for thread in self._threads:
             thread.start()
 
     def wait(self) -> None:
-        """Until the default model is loaded (or failed: the search then loads it itself and reports the
-        error); the e5 model goes on loading, and the search's e5 list waits for it."""
+        """Until the default model and the query's text models are loaded (or failed: the search then
+        loads them itself and reports the error); the e5 model goes on loading, and the search's e5
+        list waits for it."""
         self._threads[0].join()
+        self._threads[1].join()
 
     def finish(self) -> None:
         """Until every load has ended. A process must not exit while a load runs: the interpreter would
@@ -51,10 +56,12 @@ class ModelsLoading:
             thread.join()
 
     def _load_e5(self) -> None:
-        """The e5 model, when the store holds its vectors and its files are ready (a one-off search
-        uses it only then, `api.Index(short_lived=True)`), so that it loads beside everything else."""
+        """The e5 model, when the settings ask for the tier, the store holds its vectors and its files
+        are ready (a one-off search uses it only then, `api.Index(short_lived=True)`), so that it loads
+        beside everything else."""
         with contextlib.suppress(Exception):
-            if self.settings.model == "e5" or self._vault is None or not _holds_e5(self._vault, self.settings):
+            if (self.settings.model == "e5" or not self.settings.quality_tier or self._vault is None
+                    or not _holds_e5(self._vault, self.settings)):
                 return
             from .embedding import make_embedder
             from .quality_tier import E5_MODEL, e5_available
@@ -67,16 +74,25 @@ class ModelsLoading:
                 model.prepare()  # the engine is kept for the process (`e5_fast.shared_engine`)
 
     def _load(self) -> None:
+        """The default model's onnx sessions."""
         with contextlib.suppress(Exception):
-            use_onnx = False
             if self.settings.model == "use":
                 from .embedding import QUERY_THREADS, use_engine_available
                 from .use_fast import SENTENCES_FILE, VOCAB_FILE, default_weights_path, prepared_files, shared_sessions
 
-                use_onnx = use_engine_available()
-                if use_onnx:
+                if use_engine_available():
                     files = prepared_files(default_weights_path(), self.settings.cache_dir)
                     shared_sessions((files[VOCAB_FILE], files[SENTENCES_FILE]), QUERY_THREADS)
+
+    def _load_text(self) -> None:
+        """The query's text models: its piece ids (the kept table, or sentencepiece where the query is not
+        plain or the onnx engine is missing) and the language model."""
+        with contextlib.suppress(Exception):
+            use_onnx = False
+            if self.settings.model == "use":
+                from .embedding import use_engine_available
+
+                use_onnx = use_engine_available()
             plain = use_onnx and self._plain_query()
             if self._tokenizer or (self._query is not None and not plain) or not use_onnx:
                 from .chunking.tokens import default_tokenizer

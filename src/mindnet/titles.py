@@ -27,11 +27,16 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeAlias
 
 _WORD = re.compile(r"\w+")
 
 MAX_NAME_WORDS = 8
 """Longest name (in words) looked for; longer titles are sentences, not names."""
+
+
+NoteNames: TypeAlias = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
+"""What a `TitleIndex` is built from: (note_id, title or alias) pairs and (note_id, area or project) pairs."""
 
 
 @dataclass(frozen=True, slots=True)

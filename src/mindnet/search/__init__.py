@@ -27,7 +27,7 @@ from .fusion import (
 )
 from .fusion import _Cand as _Cand
 from .results import Explanation, Hit, NoteHit, Part, fuse_hits, group_hits, snippet
-from .searcher import MODES, Mode, Searcher
+from .searcher import MODES, Mode, Searcher, note_names
 
 __all__ = [
     "DENSE_VECTOR",
@@ -56,6 +56,7 @@ __all__ = [
     "fuse_hits",
     "group_hits",
     "note_fulltexts",
+    "note_names",
     "query_languages",
     "rrf_fuse",
     "snippet",

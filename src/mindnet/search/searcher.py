@@ -41,7 +41,7 @@ from ..store import (
     lexical_query,
 )
 from ..text import not_utf8_at
-from ..titles import NamedNote, TitleIndex
+from ..titles import NamedNote, NoteNames, TitleIndex
 from .context import Context, TokenCounter, _EmbedderCounter, _note_ids, build_context, note_fulltexts
 from .filters import SearchFilters
 from .fusion import (
@@ -71,6 +71,17 @@ _Later: TypeAlias = Callable[[], list[ScoredPoint]]
 # ---------------------------------------------------------------------------------------------
 
 
+def note_names(store: Store) -> NoteNames:
+    """Every note's title and aliases, and its area and project, from the notes collection: what the
+    title list looks names up in (`TitleIndex`)."""
+    notes = list(store.scroll("notes", fields=["title", "aliases", "area", "project"]))
+    names = tuple((p.id, str(name)) for p in notes
+                  for name in [p.payload.get("title") or "", *(p.payload.get("aliases") or [])])
+    groups = tuple((p.id, str(p.payload[field])) for p in notes for field in ("area", "project")
+                   if p.payload.get(field))
+    return names, groups
+
+
 class Searcher:
     """Search over one store with one embedder; cheap to create, no state between queries but the
     quality-tier model, loaded once on first use."""
@@ -78,7 +89,7 @@ class Searcher:
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
                  tuning: SearchTuning | None = None, dense_vector: str = DENSE_VECTOR,
                  quality: Embedder | Callable[[], Embedder | None] | None = None,
-                 executor: Executor | None = None) -> None:
+                 executor: Executor | None = None, names: Callable[[], NoteNames] | None = None) -> None:
         """Bind the parts a search needs; every model arrives from its owner (`api.Index`).
 
         Args:
@@ -94,6 +105,9 @@ class Searcher:
             executor: where the e5 list (query embedding and search) is made while this thread
                 embeds the query with USE and asks the store for the other lists (`_e5_list`);
                 None makes it in line. The caller owns it and shuts it down (`api.Index.close`).
+            names: where the title list's note names come from, asked once (a one-off search: the
+                names kept beside the store, `name_file`); None reads them from the notes collection
+                (`note_names`) and again whenever its count changes (a resident outlives imports).
         """
         self.store = store
         self.embedder = embedder
@@ -106,6 +120,7 @@ class Searcher:
         """Still to be asked for the model; None once asked, or when a model was given."""
         self._titles: tuple[int, TitleIndex] | None = None
         """The title/alias index and the notes count it was built at (rebuilt when that changes)."""
+        self._names = names
 
     def quality_embedder(self) -> Embedder | None:
         """The embedder for the store's `e5` vectors, or None when the tier cannot take part.
@@ -133,16 +148,15 @@ class Searcher:
         """The notes the query names by title or alias, each with its name's share (`TitleIndex.named`),
         longest name first.
 
-        The index is read from the notes collection once and again only when the number of notes
-        changed (a resident searcher outlives imports)."""
+        The index is built once from `names` when given; else from the notes collection, and again
+        only when the number of notes changed (a resident searcher outlives imports)."""
+        if self._names is not None:
+            if self._titles is None:
+                self._titles = (-1, TitleIndex(*self._names()))
+            return self._titles[1].named(query)
         count = self.store.count("notes")
         if self._titles is None or self._titles[0] != count:
-            notes = list(self.store.scroll("notes", fields=["title", "aliases", "area", "project"]))
-            names = ((p.id, str(name)) for p in notes
-                     for name in [p.payload.get("title") or "", *(p.payload.get("aliases") or [])])
-            groups = ((p.id, str(p.payload[field])) for p in notes for field in ("area", "project")
-                      if p.payload.get(field))
-            self._titles = (count, TitleIndex(names, groups))
+            self._titles = (count, TitleIndex(*note_names(self.store)))
         return self._titles[1].named(query)
 
     def _quality_for(self, mode: Mode) -> Embedder | None:
@@ -495,4 +509,4 @@ def _hit(rank: int, c: _Cand, explain: bool = False) -> Hit:
     )
 
 
-__all__ = ["MODES", "Hit", "Mode", "NoteHit", "Searcher"]
+__all__ = ["MODES", "Hit", "Mode", "NoteHit", "Searcher", "note_names"]

@@ -1,0 +1,88 @@
+"""The vault's note names kept beside its embedded store, so a one-off search need not open the notes collection.
+
+A search's title list (`titles.TitleIndex`) needs every note's title, aliases, area and project.
+Reading them meant loading the notes collection from disk and scrolling it: about a sixth of a cold
+`mindnet search` (issue 26), for a few kilobytes that change only when an import writes. So the
+names are kept as a file (`names.json`) in the store folder and trusted only while nothing has
+written to the store since they were read from it:
+
+- Every writing operation (`api.Index._writing`, under the import lock) marks the store
+  `writing <token>` before it writes and `done <token>` after it (`generation`, one line).
+- A one-off search reads the generation before it opens the store. It uses `names.json` when the
+  file was written at that generation; otherwise it reads the notes collection and writes the
+  file, if the generation it saw is still current and done.
+- A writer cannot change the notes while a reader has the collection open (Qdrant Edge locks its
+  write-ahead log), and it marks `writing` before it opens it; so names read under a `done`
+  generation that is still current are the store's names. An import that crashed leaves
+  `writing`: no file is trusted or written until the next writing operation ends.
+
+Only for the embedded store: a server store may have writers on other machines that never touch
+this folder. Standard library only (and `titles`' type of the names).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from .titles import NoteNames
+
+NAMES_FILE = "names.json"
+GENERATION_FILE = "generation"
+FORMAT = 1
+"""Bumped when what `names.json` holds changes: a file of another format is not read."""
+
+def begin_writing(folder: Path) -> None:
+    """Mark the store as being written: from now on no names file is trusted or written."""
+    _replace(folder / GENERATION_FILE, f"writing {uuid.uuid4().hex}\n")
+
+
+def end_writing(folder: Path) -> None:
+    """Mark the writing operation finished, with a generation no names file has seen yet."""
+    _replace(folder / GENERATION_FILE, f"done {uuid.uuid4().hex}\n")
+
+
+def generation(folder: Path) -> str | None:
+    """The store's current generation when its last writing operation finished; None while one runs,
+    after one crashed, or for a store folder older than this file."""
+    try:
+        state, _, token = (folder / GENERATION_FILE).read_text(encoding="utf-8").strip().partition(" ")
+    except OSError:
+        return None
+    return token if state == "done" and token else None
+
+
+def read_names(folder: Path, seen: str) -> NoteNames | None:
+    """The names kept at generation `seen`, or None (another generation, missing or unreadable)."""
+    try:
+        kept = json.loads((folder / NAMES_FILE).read_text(encoding="utf-8"))
+        if kept.get("format") != FORMAT or kept.get("generation") != seen:
+            return None
+        return _pairs(kept["names"]), _pairs(kept["groups"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def write_names(folder: Path, seen: str, names: NoteNames) -> None:
+    """Keep `names`, read from the store at generation `seen`, if that generation is still current (a
+    folder that cannot be written is simply read from the store again next time)."""
+    if generation(folder) != seen:
+        return
+    record = {"format": FORMAT, "generation": seen, "names": names[0], "groups": names[1]}
+    with contextlib.suppress(OSError):
+        _replace(folder / NAMES_FILE, json.dumps(record, ensure_ascii=False))
+
+
+def _pairs(rows: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
+    return tuple((str(note_id), str(name)) for note_id, name in rows)
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `path` whole or not at all (a temporary file renamed over it)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

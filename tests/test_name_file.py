@@ -1,0 +1,100 @@
+"""The note names kept beside the store (`name_file`): trusted only at the generation they were read at.
+
+A one-off search reads the title list's names from `names.json` instead of opening the notes
+collection (issue 26); a stale file would make it miss or invent a note's name, so every test here
+is about when the file may be used.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from fakes import FakeEmbedder
+from mindnet import Index, name_file
+from mindnet.search import note_names
+
+_pairs = st.lists(st.tuples(st.text(min_size=1, max_size=6), st.text(max_size=12)), max_size=6).map(tuple)
+
+
+def test_names_are_used_only_at_the_generation_they_were_read_at(tmp_path: Path) -> None:
+    names = ((("a", "Alpha"), ("a", "Alias")), (("a", "Projekt"),))
+    assert name_file.generation(tmp_path) is None  # a folder no writer has marked: nothing is trusted
+    name_file.end_writing(tmp_path)
+    seen = name_file.generation(tmp_path)
+    assert seen is not None
+    name_file.write_names(tmp_path, seen, names)
+    assert name_file.read_names(tmp_path, seen) == names
+    name_file.begin_writing(tmp_path)
+    assert name_file.generation(tmp_path) is None  # an import runs (or crashed): no generation is current
+    name_file.write_names(tmp_path, seen, (((("b", "Beta"),)), ()))  # a reader that saw the old one writes nothing
+    assert name_file.read_names(tmp_path, seen) == names
+    name_file.end_writing(tmp_path)
+    after = name_file.generation(tmp_path)
+    assert after is not None and after != seen
+    assert name_file.read_names(tmp_path, after) is None  # what was kept before the import is not used
+
+
+@given(names=_pairs, groups=_pairs)
+def test_kept_names_read_back_as_written(tmp_path_factory: object, names: tuple[tuple[str, str], ...],
+                                         groups: tuple[tuple[str, str], ...]) -> None:
+    folder = tmp_path_factory.mktemp("names")  # type: ignore[attr-defined]
+    name_file.end_writing(folder)
+    seen = name_file.generation(folder)
+    assert seen is not None
+    name_file.write_names(folder, seen, (names, groups))
+    assert name_file.read_names(folder, seen) == (names, groups)
+
+
+def test_a_damaged_or_foreign_file_is_not_used(tmp_path: Path) -> None:
+    name_file.end_writing(tmp_path)
+    seen = name_file.generation(tmp_path)
+    assert seen is not None
+    foreign = {"format": 99, "generation": seen, "names": [], "groups": []}
+    short_pair = {"format": 1, "generation": seen, "names": [["a"]], "groups": []}
+    for text in ("{not json", "[]", json.dumps(foreign), json.dumps(short_pair)):
+        (tmp_path / name_file.NAMES_FILE).write_text(text, encoding="utf-8")
+        assert name_file.read_names(tmp_path, seen) is None, text
+
+
+def _vault(tmp_path: Path) -> Path:
+    root = tmp_path / "vault"
+    root.mkdir()
+    (root / "rrf.md").write_text("---\naliases: [RRF]\n---\n# Reciprocal Rank Fusion\n\nRanks lists.\n",
+                                 encoding="utf-8")
+    (root / "notes.md").write_text("# Chunking\n\nNotes become chunks.\n", encoding="utf-8")
+    return root
+
+
+def test_a_one_off_search_keeps_the_names_and_then_opens_no_notes_collection(tmp_path: Path) -> None:
+    vault = _vault(tmp_path)
+    with Index(vault, embedder=FakeEmbedder()) as index:
+        index.import_vault()
+        resident = note_names(index.store())
+    first = Index(vault, embedder=FakeEmbedder(), short_lived=True)
+    first.prepare_search()
+    assert "notes" in first.store()._shards  # type: ignore[attr-defined]  # no file yet: read from the store
+    first.close()
+    second = Index(vault, embedder=FakeEmbedder(), short_lived=True)
+    second.prepare_search()
+    assert "notes" not in second.store()._shards  # type: ignore[attr-defined]
+    assert second.searcher().title_matches("how does RRF work")[0].note_id == "rrf"
+    assert second._kept_names() == resident
+    second.close()
+
+
+def test_an_import_makes_the_kept_names_stale(tmp_path: Path) -> None:
+    vault = _vault(tmp_path)
+    with Index(vault, embedder=FakeEmbedder()) as index:
+        index.import_vault()
+    with Index(vault, embedder=FakeEmbedder(), short_lived=True) as once:
+        once.prepare_search()  # keeps the names
+    (vault / "notes.md").write_text("# Zerlegung\n\nNotizen werden zerlegt.\n", encoding="utf-8")
+    with Index(vault, embedder=FakeEmbedder()) as index:
+        index.import_vault()
+    with Index(vault, embedder=FakeEmbedder(), short_lived=True) as again:
+        assert [n.note_id for n in again.searcher().title_matches("Zerlegung")] == ["notes"]
+        assert again.searcher().title_matches("Chunking") == []
