@@ -3,8 +3,9 @@
 A start-up or import change must not change what search returns (issue 26: "the same hits on every
 golden question before and after"). This script imports the foam-docs and rustbook-de golden vaults
 into fresh stores under `--work` (never into the repo or the corpora), optionally fills the e5 tier,
-asks every question of `bench/golden/<set>.jsonl` in each mode, and writes the hit lists, plus every
-stored chunk's language and a digest of its vectors, as JSON:
+asks every question of `bench/golden/<set>.jsonl` in each mode (and, hybrid and by note, once more as a
+one-off `mindnet search` asks it: a short-lived index), and writes the hit lists, plus every stored chunk's
+language and a digest of its vectors, as JSON:
 
 ```sh
 # before: main's code (PYTHONPATH wins over the editable install), stores of its own
@@ -76,8 +77,27 @@ def record(work: Path, e5: bool) -> dict[str, Any]:
                     hits[f"{mode}\t{question}"] = [[h.chunk_id, h.score] for h in found]
                 found = index.search(question, k=10, by_note=True)
                 hits[f"by_note\t{question}"] = [[h.note_id, h.score] for h in found]
-            out["sets"][name] = {"hits": hits, **_stored(index)}
+            stored = _stored(index)
+        hits.update(_one_off_hits(vault, settings, name))
+        out["sets"][name] = {"hits": hits, **stored}
     return out
+
+
+def _one_off_hits(vault: Path, settings: Any, name: str) -> dict[str, list[list[Any]]]:
+    """Every question's hybrid and by-note hits as a one-off `mindnet search` gets them: a short-lived
+    index, opened after another one-off index kept the note names beside the store (issue 26)."""
+    from mindnet import Index
+
+    with Index(vault, settings, short_lived=True) as first:
+        first.prepare_search()
+    hits: dict[str, list[list[Any]]] = {}
+    with Index(vault, settings, short_lived=True) as once:
+        for question in _questions(name):
+            found = once.search(question, k=10, mode="hybrid")
+            hits[f"one-off hybrid\t{question}"] = [[h.chunk_id, h.score] for h in found]
+            found = once.search(question, k=10, by_note=True)
+            hits[f"one-off by_note\t{question}"] = [[h.note_id, h.score] for h in found]
+    return hits
 
 
 def compare(before: dict[str, Any], after: dict[str, Any]) -> int:
