@@ -12,7 +12,8 @@ adds. Every figure comes from the same run; the bench prints the command that re
         --cache-from /work/scale-work/store-msdocs/embeddings.sqlite --work /work/scale-work/bench
 
 Per size: `mindnet import --json` as a process (wall time, peak RSS from wait4), the same command again
-(no-op), then `mindnet serve --no-e5` on the store: RSS once warmed up, search p50/p95 over HTTP
+(no-op), then `mindnet serve --no-e5` on the store: RSS once warmed up (and its parts: anonymous memory,
+mapped files' pages), search p50/p95 over HTTP
 (`/api/search`, lexical+dense), RSS after `--edits` edits (appended lines, `--rounds` rounds each waited
 for). The models' own RSS is that of `serve` on a 10-note vault after the same warm-up.
 """
@@ -102,7 +103,9 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
         server.ready()
         server.wait_idle(1)
         searches(server, 1)  # every code path of a search has run once
-        out = {"rss_warm_mb": server.rss_mb()}
+        parts = server.rss_parts_mb()
+        out = {"rss_warm_mb": parts["VmRSS"], "rss_anon_warm_mb": parts.get("RssAnon", float("nan")),
+               "rss_file_warm_mb": parts.get("RssFile", float("nan"))}
         took = searches(server, 5)
         out |= {"search_p50_ms": pct(took, 0.5) * 1000, "search_p95_ms": pct(took, 0.95) * 1000}
         if edits:
@@ -159,8 +162,10 @@ def main() -> None:
     base = build_vault(args.work, 10)
     fresh_store(args.work / "store-10", args.cache_from)
     timed([MINDNET, "import", str(base), "--store", str(args.work / "store-10"), "--json"])
-    models = served(base, args.work / "store-10", args.work / "serve-10.log", 0, 0)["rss_warm_mb"]
-    print(f"models: serve RSS on 10 notes after warm-up {models:.0f} MB", flush=True)
+    own = served(base, args.work / "store-10", args.work / "serve-10.log", 0, 0)
+    models = own["rss_warm_mb"]
+    print(f"models: serve RSS on 10 notes after warm-up {models:.0f} MB (anon {own['rss_anon_warm_mb']:.0f}, "
+          f"file {own['rss_file_warm_mb']:.0f})", flush=True)
     uncached: dict[str, Any] | None = None
     if args.uncached:
         vault = build_vault(args.work, args.uncached)
@@ -173,9 +178,9 @@ def main() -> None:
     rows = [one_size(args, n) for n in args.sizes]
     print()
     print(table(["notes", "chunks", "import s", "notes/s", "import peak MB", "no-op s", "serve MB warm",
-                 f"serve MB +{args.edits} edits", "min..max MB", "search p50 ms", "p95 ms"],
+                 "of it anon / file MB", f"serve MB +{args.edits} edits", "min..max MB", "search p50 ms", "p95 ms"],
                 [(r["notes"], r["chunks"], r["import_s"], r["notes"] / r["import_s"], r["import_peak_mb"], r["noop_s"],
-                  r["rss_warm_mb"], r.get("rss_edits_mb"),
+                  r["rss_warm_mb"], f"{r['rss_anon_warm_mb']:.0f} / {r['rss_file_warm_mb']:.0f}", r.get("rss_edits_mb"),
                   f"{r.get('rss_edits_min_mb', 0):.0f}..{r.get('rss_edits_max_mb', 0):.0f}",
                   r["search_p50_ms"], r["search_p95_ms"]) for r in rows]))
     if uncached is not None:
@@ -187,8 +192,9 @@ def main() -> None:
         print(line)
     small, large = rows[0], rows[-1]
     per_note_kb = (large["rss_warm_mb"] - models) * 1024 / large["notes"]
+    anon_kb = (large["rss_anon_warm_mb"] - own["rss_anon_warm_mb"]) * 1024 / large["notes"]
     print(f"models' own serve RSS {models:.0f} MB; at {large['notes']} notes serve holds "
-          f"{per_note_kb:.1f} KB/note more")
+          f"{per_note_kb:.1f} KB/note more ({anon_kb:.1f} KB/note of it anonymous memory, the rest mapped files)")
     print(f"growth {small['notes']} -> {large['notes']} notes: "
           f"import peak x{large['import_peak_mb'] / small['import_peak_mb']:.2f}, "
           f"serve RSS x{large['rss_warm_mb'] / small['rss_warm_mb']:.2f}, "
@@ -200,7 +206,8 @@ def main() -> None:
               f"{large['rss_edits_min_mb']:.0f}..{large['rss_edits_max_mb']:.0f} MB after each round "
               f"({drift:.1f} % of warm)")
     print("finished:", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load {os.getloadavg()[0]:.1f}")
-    (args.work / "scale.json").write_text(json.dumps({"models_mb": models, "uncached": uncached, "rows": rows},
+    (args.work / "scale.json").write_text(json.dumps({"models_mb": models, "models": own, "uncached": uncached,
+                                                      "rows": rows},
                                                      indent=2))
 
 

@@ -79,10 +79,17 @@ class Served:
         return int(self.get("/api/status")["resident"]["imports"])
 
     def rss_mb(self) -> float:
+        return self.rss_parts_mb().get("VmRSS", float("nan"))
+
+    def rss_parts_mb(self) -> dict[str, float]:
+        """VmRSS and its parts (MB): RssAnon (the process's own memory), RssFile (mapped files' pages it
+        has touched: the store's and the models', which the kernel can drop) and RssShmem."""
+        parts = {}
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return float("nan")
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                parts[key] = int(value.split()[0]) / 1024
+        return parts
 
     def wait_idle(self, imports: int) -> None:
         """Until the server finished at least `imports` imports and runs none."""

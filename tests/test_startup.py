@@ -399,3 +399,24 @@ def test_a_watching_resident_loads_what_a_save_needs_before_the_save_and_imports
     assert [p.name for p in vault.rglob("*.md")] == ["a.md"]
     assert (vault / "a.md").read_text(encoding="utf-8") == "# A\n\nEin Satz.\n"
     assert not any(p.name == "qdrant" for p in vault.rglob("*"))  # no store: nothing was imported
+
+
+def test_a_resident_hands_back_what_each_import_freed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: a resident releases the memory each import freed (`Index.release_memory`) before it answers
+    the import's waiters, failed imports included; a long watch session otherwise kept every import's peak."""
+    vault = one_note_vault(tmp_path, monkeypatch)
+    released: list[int] = []
+
+    def release(index: Index) -> None:
+        released.append(index.status().notes)
+
+    monkeypatch.setattr(Index, "release_memory", release)
+    resident = Resident(vault, Settings(), watch=False, e5=False, embedder=FakeEmbedder())
+    try:
+        resident.start().result(timeout=120)
+        assert released == [1]
+        (vault / "b.md").write_text("# B\n\nmore text\n", encoding="utf-8")
+        resident.request_import().result(timeout=120)
+        assert released == [1, 2]
+    finally:
+        resident.stop()

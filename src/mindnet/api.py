@@ -46,7 +46,7 @@ from .errors import MindnetError, NotFoundError, VaultNotFoundError
 from .points import DENSE_VECTOR, E5_VECTOR
 from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
 from .search import Context, Hit, NoteHit, Searcher, fuse_hits, group_hits, note_names
-from .store import Equals, Filter, HasVector, Store, copy_store
+from .store import Equals, Filter, HasVector, Store, copy_store, release_freed_memory
 from .stores import open_local_store, open_server_store, open_store
 from .text import line_of, line_starts
 
@@ -415,6 +415,16 @@ class Index:
         if self._vault is not None:
             self._vault.refresh()
         return summary
+
+    def release_memory(self) -> None:
+        """Hand what the last operation freed back to the system: collect Python's cycles, then let glibc
+        return its free arenas (`store.release_freed_memory`). A resident calls it after each import: a
+        parse's and a write batch's memory otherwise stayed with the process, growing it edit by edit
+        until the largest import it ever ran (issue 27)."""
+        import gc
+
+        gc.collect()
+        release_freed_memory()
 
     def fill_e5(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
                 batch_seconds: float | None = None) -> int:

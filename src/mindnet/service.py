@@ -292,6 +292,7 @@ class Resident:
             return True
         finally:
             self.state.importing = False
+            self.index.release_memory()
         self.state.imports += 1
         self.state.last_import = summary.as_dict() | {"problems": len(summary.problems), "finished": time.time()}
         self.state.e5_complete = False

@@ -33,7 +33,7 @@ from ..errors import StoreError
 from .base import KEYWORD_INDEXES, PREFIX_INDEXED, TEXT_INDEXES, Store
 from .client import ClientStore
 from .copy import copy_store
-from .embedded import EdgeStore
+from .embedded import EdgeStore, release_freed_memory
 from .lease import ImportLease
 from .lexical import (
     BM25_SHAPES,
@@ -117,6 +117,7 @@ __all__ = [
     "lexical_query",
     "open_store",
     "point_id",
+    "release_freed_memory",
     "shape_fingerprint",
 ]
 

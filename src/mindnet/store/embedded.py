@@ -225,7 +225,7 @@ class EdgeStore(Store):
             return
         shard.optimize()
         shard.close()
-        _release_freed_memory()
+        release_freed_memory()
         for attempt in range(50):  # a reader (a cold `mindnet search`) may hold the shard for a moment
             try:
                 self._shard(collection)
@@ -300,12 +300,13 @@ class EdgeStore(Store):
         for shard in shards.values():
             shard.close()
         if shards:
-            _release_freed_memory()
+            release_freed_memory()
 
 
-def _release_freed_memory() -> None:
-    """Hand memory the engine freed back to the system (glibc keeps freed arenas otherwise: after an
-    optimise, hundreds of MB stay in a process that holds nothing). A no-op where there is no glibc."""
+def release_freed_memory() -> None:
+    """Hand freed memory back to the system (glibc keeps freed arenas otherwise: after an optimise,
+    hundreds of MB stay in a process that holds nothing; after a resident's import, what its parse and
+    write batches held). A no-op where there is no glibc."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
