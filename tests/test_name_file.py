@@ -98,3 +98,15 @@ def test_an_import_makes_the_kept_names_stale(tmp_path: Path) -> None:
     with Index(vault, embedder=FakeEmbedder(), short_lived=True) as again:
         assert [n.note_id for n in again.searcher().title_matches("Zerlegung")] == ["notes"]
         assert again.searcher().title_matches("Chunking") == []
+
+
+def test_a_one_off_index_that_imports_then_searches_sees_its_own_names(tmp_path: Path) -> None:
+    vault = _vault(tmp_path)
+    with Index(vault, embedder=FakeEmbedder()) as resident:
+        resident.import_vault()
+    with Index(vault, embedder=FakeEmbedder(), short_lived=True) as index:
+        index.prepare_search()  # keeps the names of this generation
+        (vault / "notes.md").write_text("# Zerlegung\n\nNotizen werden zerlegt.\n", encoding="utf-8")
+        index.import_vault()
+        assert [n.note_id for n in index.searcher().title_matches("Zerlegung")] == ["notes"]
+        assert index.searcher().title_matches("Chunking") == []

@@ -374,6 +374,9 @@ class Index:
                 yield
             finally:
                 name_file.end_writing(self.folder)
+                self._searcher = None  # its title index holds the names from before the write
+                if self._generation is not None:  # this index's store is the new generation's (`name_file`)
+                    self._generation = name_file.generation(self.folder)
 
     # -- operations -------------------------------------------------------------------------------
 
