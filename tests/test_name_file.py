@@ -26,16 +26,16 @@ def test_names_are_used_only_at_the_generation_they_were_read_at(tmp_path: Path)
     name_file.end_writing(tmp_path)
     seen = name_file.generation(tmp_path)
     assert seen is not None
-    name_file.write_names(tmp_path, seen, names)
-    assert name_file.read_names(tmp_path, seen) == names
+    name_file.write_names(tmp_path, "m", seen, names)
+    assert name_file.read_names(tmp_path, "m", seen) == names
     name_file.begin_writing(tmp_path)
     assert name_file.generation(tmp_path) is None  # an import runs (or crashed): no generation is current
-    name_file.write_names(tmp_path, seen, (((("b", "Beta"),)), ()))  # a reader that saw the old one writes nothing
-    assert name_file.read_names(tmp_path, seen) == names
+    name_file.write_names(tmp_path, "m", seen, (((("b", "Beta"),)), ()))  # a reader that saw the old one writes nothing
+    assert name_file.read_names(tmp_path, "m", seen) == names
     name_file.end_writing(tmp_path)
     after = name_file.generation(tmp_path)
     assert after is not None and after != seen
-    assert name_file.read_names(tmp_path, after) is None  # what was kept before the import is not used
+    assert name_file.read_names(tmp_path, "m", after) is None  # what was kept before the import is not used
 
 
 @given(names=_pairs, groups=_pairs)
@@ -45,19 +45,19 @@ def test_kept_names_read_back_as_written(tmp_path_factory: object, names: tuple[
     name_file.end_writing(folder)
     seen = name_file.generation(folder)
     assert seen is not None
-    name_file.write_names(folder, seen, (names, groups))
-    assert name_file.read_names(folder, seen) == (names, groups)
+    name_file.write_names(folder, "m", seen, (names, groups))
+    assert name_file.read_names(folder, "m", seen) == (names, groups)
 
 
 def test_a_damaged_or_foreign_file_is_not_used(tmp_path: Path) -> None:
     name_file.end_writing(tmp_path)
     seen = name_file.generation(tmp_path)
     assert seen is not None
-    foreign = {"format": 99, "generation": seen, "names": [], "groups": []}
-    short_pair = {"format": 1, "generation": seen, "names": [["a"]], "groups": []}
+    foreign = {"format": 99, "generation": seen, "writer": None, "names": [], "groups": []}
+    short_pair = {"format": 1, "generation": seen, "writer": None, "names": [["a"]], "groups": []}
     for text in ("{not json", "[]", json.dumps(foreign), json.dumps(short_pair)):
-        (tmp_path / name_file.NAMES_FILE).write_text(text, encoding="utf-8")
-        assert name_file.read_names(tmp_path, seen) is None, text
+        (tmp_path / name_file.NAMES_FILE.format(prefix="m")).write_text(text, encoding="utf-8")
+        assert name_file.read_names(tmp_path, "m", seen) is None, text
 
 
 def _vault(tmp_path: Path) -> Path:
@@ -110,3 +110,31 @@ def test_a_one_off_index_that_imports_then_searches_sees_its_own_names(tmp_path:
         index.import_vault()
         assert [n.note_id for n in index.searcher().title_matches("Zerlegung")] == ["notes"]
         assert index.searcher().title_matches("Chunking") == []
+
+
+def test_names_are_kept_per_collection_set_and_dropped_by_any_writer_record(tmp_path: Path) -> None:
+    """Two prefixes in one folder keep their own names; an import by a mindnet older than the generation
+    file still rewrites `writer.json`, and that alone makes the kept names stale."""
+    from mindnet.config import record_writer
+
+    record_writer(tmp_path)
+    name_file.end_writing(tmp_path)
+    seen = name_file.generation(tmp_path)
+    assert seen is not None
+    a, b = ((("a", "Alpha"),), ()), ((("b", "Beta"),), ())
+    name_file.write_names(tmp_path, "one", seen, a)
+    name_file.write_names(tmp_path, "two", seen, b)
+    assert name_file.read_names(tmp_path, "one", seen) == a and name_file.read_names(tmp_path, "two", seen) == b
+    record_writer(tmp_path)  # what an older import does, and nothing else
+    assert name_file.read_names(tmp_path, "one", seen) is None
+
+
+def test_a_dry_run_keeps_the_generation(tmp_path: Path) -> None:
+    vault = _vault(tmp_path)
+    with Index(vault, embedder=FakeEmbedder()) as index:
+        index.import_vault()
+        seen = name_file.generation(index.folder)
+        index.import_vault(dry_run=True)
+        assert seen is not None and name_file.generation(index.folder) == seen
+        index.import_vault()
+        assert name_file.generation(index.folder) not in (None, seen)

@@ -34,6 +34,7 @@ from fakes import FakeEmbedder
 from mindnet import Index, Resident, __version__, cli, cli_queries, file_stat, launch, model_cache
 from mindnet.config import Settings, last_overview, load_settings
 from mindnet.embedding import E5Embedder, UseEmbedder
+from mindnet.errors import MindnetError
 from mindnet.quality_tier import E5_BATCH, BatchPace, e5_available
 from mindnet.server.app import create_app
 
@@ -97,7 +98,8 @@ def test_a_mapped_table_is_checksummed_until_its_stat_key_is_kept(tmp_path: Path
     build = Builder(source)
     good = model_cache.load_or_build(tmp_path, "m-1", source, build, mapped=("table.u8",))
     manifest = tmp_path / "m-1" / model_cache.MANIFEST
-    assert "checked" not in json.loads(manifest.read_text())  # just written: racy, not recorded
+    assert bytes(model_cache.load(tmp_path, "m-1", source, mapped=("table.u8",))["table.u8"]) == good["table.u8"]
+    assert "checked" not in json.loads(manifest.read_text())  # checked, but racily new: not recorded
     monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
     assert bytes(model_cache.load(tmp_path, "m-1", source, mapped=("table.u8",))["table.u8"]) == good["table.u8"]
     table = tmp_path / "m-1" / "table.u8"
@@ -418,5 +420,13 @@ def test_a_resident_hands_back_what_each_import_freed(tmp_path: Path, monkeypatc
         (vault / "b.md").write_text("# B\n\nmore text\n", encoding="utf-8")
         resident.request_import().result(timeout=120)
         assert released == [1, 2]
+
+        def failing(index: Index, **options: Any) -> None:
+            raise MindnetError("the disk is full")
+
+        monkeypatch.setattr(Index, "import_vault", failing)
+        with pytest.raises(MindnetError):
+            resident.request_import().result(timeout=120)
+        assert released == [1, 2, 2]  # released before the waiter heard of the failure
     finally:
         resident.stop()

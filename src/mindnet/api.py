@@ -357,7 +357,7 @@ class Index:
         return self._notes_cache
 
     @contextmanager
-    def _writing(self, *, lease: bool = True) -> Iterator[None]:
+    def _writing(self, *, lease: bool = True, marks: bool = True) -> Iterator[None]:
         """The import lock around one writing operation (R21), taken before the store opens so a
         second importer hears who holds it instead of failing on the store itself.
 
@@ -369,6 +369,9 @@ class Index:
 
             self._lock = ImportLock(self.folder)
         with self._lock, (self.store().lease() if lease else nullcontext()):
+            if not marks:  # a dry run: nothing is written, the store's generation stays
+                yield
+                return
             name_file.begin_writing(self.folder)
             try:
                 yield
@@ -398,7 +401,7 @@ class Index:
         # The embedded store has one writer, so what its last import counted still holds; a server
         # store may have others.
         last = last_overview(self.folder) if not self.settings.qdrant_url and not full else None
-        with self._writing(lease=not dry_run):  # a dry run writes nothing to the server, not even a lease
+        with self._writing(lease=not dry_run, marks=not dry_run):  # a dry run writes nothing, not even a lease
             summary = import_vault(
                 self._root, self.settings, store=self.store(), embedder=self.embedder,
                 notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
@@ -755,13 +758,17 @@ class Index:
         """The title list's note names for a short-lived index: the file beside the store when it was
         written at the generation this index opened, else read from the notes collection and kept
         there for the next one-off search (`name_file`)."""
-        seen = self._generation
-        kept = name_file.read_names(self.folder, seen) if seen is not None else None
+        seen, prefix = self._generation, self.settings.collection_prefix
+        store = self.store()
+        store.count("chunks")  # holds the chunks collection open: no import can write until this index closes
+        if seen is not None and name_file.generation(self.folder) != seen:
+            seen = None  # a writer finished between the generation read and the store's opening
+        kept = name_file.read_names(self.folder, prefix, seen) if seen is not None else None
         if kept is not None:
             return kept
-        names = note_names(self.store())
+        names = note_names(store)
         if seen is not None:
-            name_file.write_names(self.folder, seen, names)
+            name_file.write_names(self.folder, prefix, seen, names)
         return names
 
     def _e5_for_search(self) -> CachedEmbedder | None:

@@ -88,7 +88,8 @@ def preloading(settings: Settings, query: str, vault: Path, *, tokenizer: bool =
     imported: most of that load leaves Python's lock free for the imports and the store."""
     from . import preload_models
 
-    return preload_models(settings, query, tokenizer=tokenizer, vault=vault)
+    # A one-off search fuses e5 only where the settings ask for the tier (`api.Index(short_lived=True)`).
+    return preload_models(settings, query, tokenizer=tokenizer, vault=vault, e5=settings.quality_tier)
 
 
 def ready_to_search(opened: Any, loading: Any) -> None:

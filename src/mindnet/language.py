@@ -294,8 +294,10 @@ def _content_key(packaged: Path, root: Path | None = None) -> str:
     the hash is kept in `root` under the file's path and stat key (`file_stat`; not while racily new)
     and computed again only when they change.
     """
+    import contextlib
     import hashlib
     import json
+    import tempfile
     import time
 
     from .file_stat import is_racy, stat_key
@@ -315,10 +317,15 @@ def _content_key(packaged: Path, root: Path | None = None) -> str:
     if memo is not None and not is_racy(key, time.time_ns()):
         others = [(p, e) for p, e in kept.items() if p != str(packaged)][-(_KEPT_HASHES - 1):]
         record = {**dict(others), str(packaged): {"stat": list(key), "hash": digest}}
-        tmp = memo.with_name(f"{memo.name}.{os.getpid()}.tmp")
         try:
-            tmp.write_text(json.dumps(record), encoding="utf-8")
-            os.replace(tmp, memo)
+            fd, tmp = tempfile.mkstemp(prefix=f".{memo.name}.", dir=root)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                    fh.write(json.dumps(record))
+                os.replace(tmp, memo)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)  # gone after the rename; left by a failed write otherwise
         except OSError:
             pass  # a folder that cannot be written: the file is hashed again next time
     return digest

@@ -92,7 +92,7 @@ def load(root: Path, name: str, source: Path, mapped: Collection[str] = ()) -> F
                 if checksum(data) != expected:
                     return None
             files[file] = data
-        if checked != manifest.get("checked"):
+        if checked != dict(manifest.get("checked") or {}):
             _record_checked(folder, manifest, checked)
         return files
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -105,9 +105,13 @@ def _record_checked(folder: Path, manifest: dict[str, Any], checked: Mapping[str
     updated = {**manifest, "checked": {f: list(k) for f, k in checked.items()}}
     with contextlib.suppress(OSError):
         fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", dir=folder)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(updated))
-        os.replace(tmp, folder / MANIFEST)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(updated))
+            os.replace(tmp, folder / MANIFEST)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # gone after the rename; left by a failed write otherwise
 
 
 class MappedFile(mmap.mmap):

@@ -3,21 +3,25 @@
 A search's title list (`titles.TitleIndex`) needs every note's title, aliases, area and project.
 Reading them meant loading the notes collection from disk and scrolling it: about a sixth of a cold
 `mindnet search` (issue 26), for a few kilobytes that change only when an import writes. So the
-names are kept as a file (`names.json`) in the store folder and trusted only while nothing has
-written to the store since they were read from it:
+names are kept as a file (`PREFIX.names.json`, one per collection set) in the store folder and trusted
+only while nothing has written to the store since they were read from it:
 
-- Every writing operation (`api.Index._writing`, under the import lock) marks the store
-  `writing <token>` before it writes and `done <token>` after it (`generation`, one line).
-- A one-off search reads the generation before it opens the store. It uses `names.json` when the
-  file was written at that generation; otherwise it reads the notes collection and writes the
-  file, if the generation it saw is still current and done.
+- Every writing operation (`api.Index._writing`, under the import lock; a dry run writes nothing)
+  marks the store `writing <token>` before it writes and `done <token>` after it (`generation`,
+  one line).
+- A one-off search reads the generation before it opens the store. It uses the names file when
+  the file was written at that generation and the generation is still current once the store is
+  open; otherwise it reads the notes collection and writes the file, if the generation it saw is
+  still current and done.
+- A writer older than this file does not mark generations, but it rewrites `writer.json`
+  (`config.record_writer`) after each import: the file also records that file's stat key.
 - A writer cannot change the notes while a reader has the collection open (Qdrant Edge locks its
   write-ahead log), and it marks `writing` before it opens it; so names read under a `done`
   generation that is still current are the store's names. An import that crashed leaves
   `writing`: no file is trusted or written until the next writing operation ends.
 
 Only for the embedded store: a server store may have writers on other machines that never touch
-this folder. Standard library only (and `titles`' type of the names).
+this folder. Standard library only (and the names of `config`, `file_stat` and `titles`).
 """
 
 from __future__ import annotations
@@ -25,13 +29,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from .config import WRITER_FILE
+from .file_stat import stat_key
 from .titles import NoteNames
 
-NAMES_FILE = "names.json"
+NAMES_FILE = "{prefix}.names.json"
 GENERATION_FILE = "generation"
 FORMAT = 1
 """Bumped when what `names.json` holds changes: a file of another format is not read."""
@@ -56,25 +63,35 @@ def generation(folder: Path) -> str | None:
     return token if state == "done" and token else None
 
 
-def read_names(folder: Path, seen: str) -> NoteNames | None:
-    """The names kept at generation `seen`, or None (another generation, missing or unreadable)."""
+def read_names(folder: Path, prefix: str, seen: str) -> NoteNames | None:
+    """The names of collection set `prefix` kept at generation `seen`, or None (another generation or
+    writer record, missing or unreadable)."""
     try:
-        kept = json.loads((folder / NAMES_FILE).read_text(encoding="utf-8"))
-        if kept.get("format") != FORMAT or kept.get("generation") != seen:
+        kept = json.loads((folder / NAMES_FILE.format(prefix=prefix)).read_text(encoding="utf-8"))
+        if kept.get("format") != FORMAT or kept.get("generation") != seen or kept.get("writer") != _writer(folder):
             return None
         return _pairs(kept["names"]), _pairs(kept["groups"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
-def write_names(folder: Path, seen: str, names: NoteNames) -> None:
+def write_names(folder: Path, prefix: str, seen: str, names: NoteNames) -> None:
     """Keep `names`, read from the store at generation `seen`, if that generation is still current (a
     folder that cannot be written is simply read from the store again next time)."""
     if generation(folder) != seen:
         return
-    record = {"format": FORMAT, "generation": seen, "names": names[0], "groups": names[1]}
+    record = {"format": FORMAT, "generation": seen, "writer": _writer(folder), "names": names[0],
+              "groups": names[1]}
     with contextlib.suppress(OSError):
-        _replace(folder / NAMES_FILE, json.dumps(record, ensure_ascii=False))
+        _replace(folder / NAMES_FILE.format(prefix=prefix), json.dumps(record, ensure_ascii=False))
+
+
+def _writer(folder: Path) -> list[int] | None:
+    """The stat key of the store's writer record, which every import rewrites (by rename: a new inode)."""
+    try:
+        return list(stat_key(os.stat(folder / WRITER_FILE)))
+    except OSError:
+        return None
 
 
 def _pairs(rows: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
@@ -82,7 +99,12 @@ def _pairs(rows: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
 
 
 def _replace(path: Path, text: str) -> None:
-    """Write `path` whole or not at all (a temporary file renamed over it)."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    """Write `path` whole or not at all (a temporary file of its own renamed over it)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # gone after the rename; left by a failed write otherwise

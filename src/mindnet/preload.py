@@ -56,12 +56,11 @@ class ModelsLoading:
             thread.join()
 
     def _load_e5(self) -> None:
-        """The e5 model, when the settings ask for the tier, the store holds its vectors and its files
-        are ready (a one-off search uses it only then, `api.Index(short_lived=True)`), so that it loads
-        beside everything else."""
+        """The e5 model, when the store holds its vectors and its files are ready, so that it loads
+        beside everything else (a one-off search asks for it only with `quality_tier = true`, the only
+        case it uses it in, `api.Index(short_lived=True)`; a resident always)."""
         with contextlib.suppress(Exception):
-            if (self.settings.model == "e5" or not self.settings.quality_tier or self._vault is None
-                    or not _holds_e5(self._vault, self.settings)):
+            if self.settings.model == "e5" or self._vault is None or not _holds_e5(self._vault, self.settings):
                 return
             from .embedding import make_embedder
             from .quality_tier import E5_MODEL, e5_available

