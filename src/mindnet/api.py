@@ -453,7 +453,6 @@ class Index:
                 raise MindnetError(f"{root} is not imported yet: run `mindnet import {root}` first")
             done = self._fill(tier, progress, stop, batch_seconds)
             record_writer(self.folder)
-        self._searcher = None
         return done
 
     def _fill(self, tier: Embedder, progress: Progress | None, stop: Callable[[], bool] | None,
@@ -708,8 +707,6 @@ class Index:
         """
         searcher = self.searcher()
         searcher.store.count("chunks")
-        if self._generation is None:
-            searcher.store.count("notes")
         searcher.title_matches("")  # the names: from the file beside the store, or the notes collection
 
     def warm_up(self, query: str = WARM_UP_QUERY) -> None:

@@ -1,4 +1,5 @@
-"""When a cached reading of a file may be trusted: its stat key, and git's racy-clean rule (pure).
+"""When a cached reading of a file may be trusted: its stat key, git's racy-clean rule, and how a
+cache file is written so that no reader sees half of it.
 
 Both file caches (`note_cache` for imports, `lint.cache` for lint's vault index) skip re-reading a
 file whose stat key is unchanged. The key holds mtime, ctime, size and inode: mtime alone misses
@@ -14,7 +15,10 @@ clean").
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
+from pathlib import Path
 from typing import TypeAlias
 
 StatKey: TypeAlias = tuple[int, int, int, int]
@@ -34,3 +38,20 @@ def is_racy(key: StatKey, now_ns: int) -> bool:
     """Whether a file with this key changed too recently (before `now_ns`) for its key to be trusted."""
     mtime_ns, ctime_ns, _, _ = key
     return max(mtime_ns, ctime_ns) > now_ns - int(RACY_SECONDS * 1e9)
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write `path` whole or not at all: a temporary file of its own (one per call, so threads and
+    processes never share one) renamed over it, removed if the write fails.
+
+    Raises:
+        OSError: the folder cannot be written; the caller decides whether that matters.
+    """
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # gone after the rename; left by a failed write otherwise

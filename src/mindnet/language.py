@@ -297,10 +297,9 @@ def _content_key(packaged: Path, root: Path | None = None) -> str:
     import contextlib
     import hashlib
     import json
-    import tempfile
     import time
 
-    from .file_stat import is_racy, stat_key
+    from .file_stat import is_racy, replace_file, stat_key
 
     key = stat_key(packaged.stat())
     memo = root / _HASHES_FILE if root is not None else None
@@ -317,17 +316,8 @@ def _content_key(packaged: Path, root: Path | None = None) -> str:
     if memo is not None and not is_racy(key, time.time_ns()):
         others = [(p, e) for p, e in kept.items() if p != str(packaged)][-(_KEPT_HASHES - 1):]
         record = {**dict(others), str(packaged): {"stat": list(key), "hash": digest}}
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{memo.name}.", dir=root)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                    fh.write(json.dumps(record))
-                os.replace(tmp, memo)
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)  # gone after the rename; left by a failed write otherwise
-        except OSError:
-            pass  # a folder that cannot be written: the file is hashed again next time
+        with contextlib.suppress(OSError):  # a folder that cannot be written: hashed again next time
+            replace_file(memo, json.dumps(record))
     return digest
 
 

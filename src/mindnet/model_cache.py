@@ -40,7 +40,7 @@ from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any
 
-from .file_stat import StatKey, is_racy, stat_key
+from .file_stat import StatKey, is_racy, replace_file, stat_key
 
 MANIFEST = "manifest.json"
 Files = dict[str, Any]
@@ -104,14 +104,7 @@ def _record_checked(folder: Path, manifest: dict[str, Any], checked: Mapping[str
     folder that cannot be written is checked again next time."""
     updated = {**manifest, "checked": {f: list(k) for f, k in checked.items()}}
     with contextlib.suppress(OSError):
-        fd, tmp = tempfile.mkstemp(prefix=f".{MANIFEST}.", dir=folder)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(json.dumps(updated))
-            os.replace(tmp, folder / MANIFEST)
-        finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)  # gone after the rename; left by a failed write otherwise
+        replace_file(folder / MANIFEST, json.dumps(updated))
 
 
 class MappedFile(mmap.mmap):

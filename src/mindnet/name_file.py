@@ -29,13 +29,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 from .config import WRITER_FILE
-from .file_stat import stat_key
+from .file_stat import replace_file, stat_key
 from .titles import NoteNames
 
 NAMES_FILE = "{prefix}.names.json"
@@ -45,12 +44,12 @@ FORMAT = 1
 
 def begin_writing(folder: Path) -> None:
     """Mark the store as being written: from now on no names file is trusted or written."""
-    _replace(folder / GENERATION_FILE, f"writing {uuid.uuid4().hex}\n")
+    replace_file(folder / GENERATION_FILE, f"writing {uuid.uuid4().hex}\n")
 
 
 def end_writing(folder: Path) -> None:
     """Mark the writing operation finished, with a generation no names file has seen yet."""
-    _replace(folder / GENERATION_FILE, f"done {uuid.uuid4().hex}\n")
+    replace_file(folder / GENERATION_FILE, f"done {uuid.uuid4().hex}\n")
 
 
 def generation(folder: Path) -> str | None:
@@ -83,7 +82,7 @@ def write_names(folder: Path, prefix: str, seen: str, names: NoteNames) -> None:
     record = {"format": FORMAT, "generation": seen, "writer": _writer(folder), "names": names[0],
               "groups": names[1]}
     with contextlib.suppress(OSError):
-        _replace(folder / NAMES_FILE.format(prefix=prefix), json.dumps(record, ensure_ascii=False))
+        replace_file(folder / NAMES_FILE.format(prefix=prefix), json.dumps(record, ensure_ascii=False))
 
 
 def _writer(folder: Path) -> list[int] | None:
@@ -96,15 +95,3 @@ def _writer(folder: Path) -> list[int] | None:
 
 def _pairs(rows: Sequence[Sequence[str]]) -> tuple[tuple[str, str], ...]:
     return tuple((str(note_id), str(name)) for note_id, name in rows)
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write `path` whole or not at all (a temporary file of its own renamed over it)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)  # gone after the rename; left by a failed write otherwise
