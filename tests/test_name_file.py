@@ -138,3 +138,28 @@ def test_a_dry_run_keeps_the_generation(tmp_path: Path) -> None:
         assert seen is not None and name_file.generation(index.folder) == seen
         index.import_vault()
         assert name_file.generation(index.folder) not in (None, seen)
+
+
+def test_a_resident_reads_names_once_and_again_after_its_own_import(tmp_path: Path) -> None:
+    """A resident over an embedded store (only it can write there) reads the names once per searcher, not
+    an exact count of the notes per search; an import through it gives the next search the new names."""
+    vault = _vault(tmp_path)
+    with Index(vault, embedder=FakeEmbedder(), shared=True) as index:
+        index.import_vault()
+        index.search("chunking")
+        counted: list[str] = []
+        store = index.searcher().store
+        real_count = store.count
+
+        def count(collection: str, *args: object, **kwargs: object) -> int:
+            counted.append(collection)
+            return real_count(collection, *args, **kwargs)
+
+        store.count = count  # type: ignore[method-assign]
+        for query in ("chunking", "Zerlegung", "wie zerlege ich Notizen"):
+            index.search(query)
+        assert "notes" not in counted
+        (vault / "notes.md").write_text("# Zerlegung\n\nNotizen werden zerlegt.\n", encoding="utf-8")
+        index.import_vault()
+        assert [n.note_id for n in index.searcher().title_matches("Zerlegung")] == ["notes"]
+        assert index.searcher().title_matches("Chunking") == []

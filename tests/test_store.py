@@ -436,3 +436,32 @@ def test_has_vector_finds_the_chunks_a_tier_has_reached(open_test_store: StoreFa
     lacking = Filter(must_not=(HasVector("e5"),))
     assert sorted(p.id for p in store.scroll("chunks", lacking, fields=("text",))) == ["haus#c01", "haus#c02"]
     assert store.count("chunks", Filter.all(HasVector("e5"))) == 1
+
+
+def test_multivector_scores_by_closest_window_in_half_floats(open_test_store: StoreFactory, tmp_path) -> None:
+    """A note's windows (a multivector) score by the closest one (MaxSim), stored in half floats (issue 27:
+    the note list scans every window): scores agree with float32 MaxSim to half-float precision, and the
+    ranking of clearly different notes is the exact one."""
+    note = VectorSpec("note", "fake-use@1", 4, multi=True)
+    rng = np.random.default_rng(7)
+    windows = {f"n{i}": rng.normal(size=(1 + i % 4, 4)) for i in range(40)}
+    windows = {k: v / np.linalg.norm(v, axis=1, keepdims=True) for k, v in windows.items()}
+    store = open_test_store()
+    store.ensure(StoreSchema(vectors=(USE, note), chunking_hash="c1"))
+    store.upsert("chunks", [PointRecord(f"{k}#c01", {"note_id": k, "text": k}, {"note": w.tolist()})
+                            for k, w in windows.items()])
+    query = rng.normal(size=4)
+    query /= np.linalg.norm(query)
+    exact = sorted(((float((w @ query).max()), k) for k, w in windows.items()), reverse=True)
+    hits = store.search_dense("chunks", "note", query, limit=40)
+    got = {h.payload["note_id"]: h.score for h in hits}
+    assert set(got) == set(windows)
+    assert all(abs(got[k] - s) < 2e-3 for s, k in exact)
+    order = {h.payload["note_id"]: rank for rank, h in enumerate(hits)}
+    assert all(order[a] < order[b] for sa, a in exact for sb, b in exact if sa - sb > 5e-3)
+    if isinstance(store, EdgeStore):
+        import json
+
+        config = json.loads(next(store.path.rglob("*_chunks/edge_config.json")).read_text(encoding="utf-8"))
+        assert config["vectors"]["note"].get("datatype", "").lower() == "float16"
+        assert config["vectors"]["use"].get("datatype", "float32").lower() == "float32"

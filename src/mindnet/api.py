@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -747,6 +748,11 @@ class Index:
             # e5 thread when that search embeds its query there, beside the rest of the search.
             store = self.store()
             names = self._kept_names if self._generation is not None else None
+            if names is None and not self.settings.qdrant_url:
+                # Only this process writes an embedded store (Edge locks it), and every write through this
+                # index drops the searcher (`_writing`): its names are read once, not re-counted per search
+                # (an exact count of the notes, 2.6 ms of a search at 30,000 notes).
+                names = partial(note_names, store)
             self._searcher = Searcher(store, self.embedder, self.settings, quality=self._e5_for_search,
                                       executor=self._e5_query_pool(), names=names)
         return self._searcher

@@ -140,7 +140,8 @@ class ClientStore(Store):
     def _create(self, collection: str, dense: Mapping[str, tuple[int, bool]], sparse: Sequence[str]) -> None:
         self._client.create_collection(
             self._name(collection),
-            vectors_config={n: qm.VectorParams(size=d, distance=qm.Distance.COSINE, multivector_config=_multi(m))
+            vectors_config={n: qm.VectorParams(size=d, distance=qm.Distance.COSINE, multivector_config=_multi(m),
+                                               datatype=_datatype(m))
                             for n, (d, m) in dense.items()},
             sparse_vectors_config={n: qm.SparseVectorParams(modifier=qm.Modifier.IDF) for n in sparse},
             hnsw_config=qm.HnswConfigDiff(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct),
@@ -160,7 +161,8 @@ class ClientStore(Store):
     @server_call("add a vector to collection")
     def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:
         self._client.create_vector_name(self._name(collection), name, qm.DenseVectorNameConfig(
-            dense=qm.DenseVectorConfig(size=dim, distance=qm.Distance.COSINE, multivector_config=_multi(multi))))
+            dense=qm.DenseVectorConfig(size=dim, distance=qm.Distance.COSINE, multivector_config=_multi(multi),
+                                       datatype=qm.VectorStorageDatatype.FLOAT16 if multi else None)))
 
     @server_call("read the sparse vectors of collection")
     def _sparse_names(self, collection: str) -> set[str]:
@@ -303,3 +305,8 @@ def _client_filter(flt: Filter | None) -> qm.Filter | None:
 def _multi(multi: bool) -> Any:
     """The server's multivector setting: a point scores by its best vector (MaxSim)."""
     return qm.MultiVectorConfig(comparator=qm.MultiVectorComparator.MAX_SIM) if multi else None
+
+
+def _datatype(multi: bool) -> Any:
+    """A multivector's storage type on the server: half floats, as in the embedded store (`embedded._datatype`)."""
+    return qm.Datatype.FLOAT16 if multi else None

@@ -139,7 +139,7 @@ class EdgeStore(Store):
             sparse_params[PRESENT] = qe.EdgeSparseVectorParams(memory=_cold())
         config = qe.EdgeConfig(
             vectors={n: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine, multivector_config=_multi(m),
-                                            memory=_cold())
+                                            datatype=_datatype(m), memory=_cold())
                      for n, (d, m) in dense.items()},
             sparse_vectors=sparse_params,
             # full_scan_threshold (KB of vectors) is required by the binding; 10000 is Qdrant's default.
@@ -172,7 +172,7 @@ class EdgeStore(Store):
 
     def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:
         self._shard(collection).update(qe.UpdateOperation.create_dense_vector(
-            name, dim, qe.Distance.Cosine, multivector_config=_multi(multi)))
+            name, dim, qe.Distance.Cosine, multivector_config=_multi(multi), datatype=_datatype(multi)))
 
     def _sparse_names(self, collection: str) -> set[str]:
         config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
@@ -321,6 +321,14 @@ def _own(vector: Any) -> Any:
 def _multi(multi: bool) -> qe.MultiVectorConfig | None:
     """Edge's multivector setting: a point scores by its best vector (MaxSim)."""
     return qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim) if multi else None
+
+
+def _datatype(multi: bool) -> qe.VectorStorageDatatype | None:
+    """A multivector's storage type: half floats. The note list scans every window of every note (MaxSim over
+    Qdrant's multivector HNSW missed a third of the exact top 20 at 30k notes); in half floats the scan reads
+    half the bytes and takes ~0.6 of the time, with the same top 20 (docs/decisions/large-vaults.md). A plain
+    vector keeps Qdrant's default: its HNSW reads few of them."""
+    return qe.VectorStorageDatatype.Float16 if multi else None
 
 
 def _edge_error(path: Path, exc: Exception) -> StoreError:
