@@ -61,6 +61,10 @@ def test_recursive_settings_globally_and_per_type(tmp_path: Path) -> None:
         ("dense_note_tokens = -1\n", "invalid value for 'dense_note_tokens'"),
         ("dense_note_tokens = 1e9\n", "invalid value for 'dense_note_tokens'"),
         ("languages = []\n", "invalid value for 'languages'"),
+        ("note_windows = 0\n", "invalid value for 'note_windows'"),
+        ("note_windows = 65\n", "invalid value for 'note_windows'"),
+        ("note_windows = 2.5\n", "invalid value for 'note_windows'"),
+        ("note_windows = true\n", "invalid value for 'note_windows'"),
     ],
 )
 def test_bad_config_names_the_file(tmp_path: Path, toml: str, message: str) -> None:

@@ -226,3 +226,20 @@ def test_chunk_payload_equals_the_asdict_payload_on_the_sample_vault() -> None:
     chunks = [c for note in vault.notes for c in chunk_note(note, vault.settings, vault.resolver)]
     assert any(c.references for c in chunks) and any(c.wikilinks for c in chunks)
     assert [_typed(chunk_payload(c)) for c in chunks] == [_typed(_asdict_payload(c)) for c in chunks]
+
+
+@settings(max_examples=25, deadline=None)
+@given(words=st.integers(min_value=1, max_value=4000), most=st.integers(min_value=1, max_value=64))
+def test_note_windows_are_the_first_windows_of_the_note_up_to_the_setting(words: int, most: int) -> None:
+    """`note_windows` caps what the import embeds per note; the windows kept are the note's first ones, the same
+    whatever the cap, so a lower cap drops windows from the end and changes no other (the embedding cache
+    still holds them)."""
+    from mindnet.chunking.tokens import default_tokenizer
+    from mindnet.points import note_inputs
+
+    note = make_note("long.md", " ".join(f"wort{i % 97}" for i in range(words)) + "\n", title="Lang")
+    everything = note_inputs(note, SETTINGS, default_tokenizer())
+    capped = note_inputs(note, dataclasses.replace(SETTINGS, note_windows=most), default_tokenizer())
+    assert 1 <= len(everything) <= 64
+    assert capped == everything[:most]
+    assert "\n".join(everything).startswith("Lang")

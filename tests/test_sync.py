@@ -977,3 +977,17 @@ def test_progress_counts_every_stage_from_reading_to_the_note_points(vault: Path
         assert mine[-1][0] == mine[-1][1], (stage, mine)
         assert [done for done, _ in mine] == sorted(done for done, _ in mine)
     assert next(t for s, _, t in calls if s == "read") == 17
+
+
+def test_the_window_cap_is_in_the_chunking_hash() -> None:
+    """A store written with other `note_windows` holds other note-level vectors: the import rewrites its notes once
+    (from the embedding cache); with note-level vectors off the cap changes nothing."""
+    import dataclasses
+
+    from mindnet.config import Settings
+    from mindnet.sync import chunking_hash
+
+    base = Settings()
+    assert chunking_hash(dataclasses.replace(base, note_windows=8)) != chunking_hash(base)
+    off = dataclasses.replace(base, note_vectors=False)
+    assert chunking_hash(dataclasses.replace(off, note_windows=8)) == chunking_hash(off)

@@ -66,6 +66,10 @@ def default_cache_dir(env: Mapping[str, str] | None = None) -> str:
     return str(Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mindnet")
 
 
+MAX_NOTE_WINDOWS = 64
+"""The most windows a note's multivector holds (`note_windows`): one point's vectors stay bounded (64 × 512)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a run needs, resolved once at the entry point."""
@@ -101,6 +105,10 @@ class Settings:
     windows (title and retrieval text) as a `note` multivector, and its fielded BM25 document (title,
     aliases, headings, path, text). A note then ranks by what it is about as a whole, not only by its
     best chunk; off, no window is embedded (the import costs less, search loses the note-level lists)."""
+    note_windows: int = MAX_NOTE_WINDOWS
+    """Windows embedded per note at most (1–64): a longer note is known to the note-level list by its first
+    `note_windows` × 300 tokens; its chunks still carry all of it. Each window is a second pass of the model
+    over the note's text, so this bounds what note-level evidence adds to an import of long notes."""
     lexical_sections: bool = True
     """BM25 indexes the first chunk of each H2 section as the whole section, the others as their
     own text; off indexes every chunk alone. A question's terms are spread over several small
@@ -353,6 +361,10 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
             return _bounded(value, MAX_WEIGHT)
         if kind == "tokens":
             return _bounded(value, MAX_NOTE_TOKENS)
+        if kind == "windows":
+            if isinstance(value, bool) or not 1 <= int(value) <= MAX_NOTE_WINDOWS or int(value) != value:
+                raise ValueError(value)
+            return int(value)
         if kind == "shape":
             if value not in LEXICAL_SHAPES:
                 raise ValueError(value)
@@ -401,6 +413,7 @@ _FIELD_KINDS: dict[str, Any] = {
     "dense_note_tokens": "tokens",
     "lexical_sections": bool,
     "note_vectors": bool,
+    "note_windows": "windows",
     "lexical_shape": "shape",
     "lexical_strict": bool,
     "threads": int,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .config import Settings
+from .config import MAX_NOTE_WINDOWS, Settings
 from .retrieval_text import retrieval_text
 from .text import normalise
 
@@ -37,9 +37,6 @@ NOTE_VECTOR = "note"
 the note's lead chunk only (`lead_chunks`), scored by its closest window."""
 NOTE_WINDOW_TOKENS = 300
 """Window size of the note-level vectors, in the model's tokens: a short note is one window, title and all."""
-NOTE_MAX_WINDOWS = 64
-"""Windows embedded per note at most: a book-length note is known by its first ~19,000 tokens, and one point's
-multivector stays bounded (64 × 512 floats)."""
 NOTE_FIELDS = (("title", 3), ("aliases", 2), ("headings", 2), ("path", 1))
 """A note's fields in its note-level BM25 document and how many times each counts: the words that say what a
 note is about (BM25F by repetition). Its text is not among them: the chunks' BM25 list counts it already,
@@ -161,7 +158,7 @@ def token_windows(text: str, tokenizer: Tokenizer, size: int) -> list[tuple[int,
     return [(a, b) for a, b in spans if text[a:b].strip()]
 
 
-def note_windows(note: Note, tokenizer: Tokenizer) -> list[str]:
+def note_windows(note: Note, tokenizer: Tokenizer, most: int = MAX_NOTE_WINDOWS) -> list[str]:
     """What the model sees of a note as a whole: its title and retrieval text, cut into windows of
     `NOTE_WINDOW_TOKENS` of the model's own tokens.
 
@@ -175,13 +172,14 @@ def note_windows(note: Note, tokenizer: Tokenizer) -> list[str]:
     if not body:
         return []
     text = f"{note.title}\n\n{body}" if note.title else body
-    spans = token_windows(text, tokenizer, NOTE_WINDOW_TOKENS)[:NOTE_MAX_WINDOWS]
+    spans = token_windows(text, tokenizer, NOTE_WINDOW_TOKENS)[:most]
     return [WindowText(text[a:b]) for a, b in spans]
 
 
 def note_inputs(note: Note, settings: Settings, tokenizer: Tokenizer) -> list[str]:
-    """The note's windows (`note_windows`) when the import gives notes note-level vectors, else none."""
-    return note_windows(note, tokenizer) if settings.note_vectors else []
+    """The note's first `Settings.note_windows` windows (`note_windows`) when the import gives notes
+    note-level vectors, else none."""
+    return note_windows(note, tokenizer, settings.note_windows) if settings.note_vectors else []
 
 
 def note_lexical(note: Note, chunks: Sequence[Chunk]) -> SparseVec:

@@ -51,7 +51,6 @@ from .note_cache import NoteCache
 from .points import (
     DENSE_VECTOR,
     NOTE_FIELDS,
-    NOTE_MAX_WINDOWS,
     NOTE_VECTOR,
     NOTE_WINDOW_TOKENS,
     Transcluded,
@@ -158,7 +157,7 @@ def chunking_hash(settings: Settings) -> str:
         "languages": list(settings.languages),
         "chunker": CHUNKER_VERSION,
         "retrieval": RETRIEVAL_TEXT_VERSION,
-        **({"note_level": [NOTE_WINDOW_TOKENS, NOTE_MAX_WINDOWS, NOTE_FIELDS]} if settings.note_vectors else {}),
+        **({"note_level": [NOTE_WINDOW_TOKENS, settings.note_windows, NOTE_FIELDS]} if settings.note_vectors else {}),
         "edges": EDGE_LAYOUT,
     }
     if bm25 := shape_fingerprint(bm25_shape(settings.lexical_shape)):  # absent at the engine's: old stores stay
