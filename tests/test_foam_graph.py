@@ -9,6 +9,7 @@ hash) and every chunk payload (chunk text as a hash); `python tests/test_foam_gr
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import hashlib
 import json
@@ -36,7 +37,7 @@ LATER = ("user/features/graph-view.md", "user/getting-started/first-workspace.md
 
 def store_payloads(vault: Path) -> dict[str, dict[str, dict[str, Any]]]:
     """Every point's payload per collection, long texts replaced by their hash."""
-    store = open_store(vault, Settings())
+    store = open_store(vault, WRITTEN_WITH)
     try:
         store.ensure(store.meta())  # type: ignore[arg-type]
         out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -53,8 +54,13 @@ def store_payloads(vault: Path) -> dict[str, dict[str, dict[str, Any]]]:
         store.close()
 
 
+WRITTEN_WITH = Settings(note_windows=64)
+"""The settings the fixture was written with: the window cap was 64 then, and it is part of every note's
+`chunking_hash` (a store records what wrote it), not of the links this file is about."""
+
+
 def imported(vault: Path, settings: Settings | None = None) -> None:
-    with Index(vault, settings or Settings(), embedder=FakeEmbedder()) as index:
+    with Index(vault, settings or WRITTEN_WITH, embedder=FakeEmbedder()) as index:
         index.import_vault(e5=False)
 
 
@@ -122,7 +128,7 @@ def test_small_import_batches_write_what_one_batch_writes(tmp_path: Path, batch_
 
     monkeypatch.setattr(mindnet.sync._EmbedWhileReading, "EARLY_CHUNKS", 20)
     vault = _copy(tmp_path)
-    imported(vault, Settings(import_batch_notes=batch_notes))
+    imported(vault, dataclasses.replace(WRITTEN_WITH, import_batch_notes=batch_notes))
     assert _differences(store_payloads(vault), _fixture()) == []
 
 

@@ -235,11 +235,12 @@ def test_note_windows_are_the_first_windows_of_the_note_up_to_the_setting(words:
     whatever the cap, so a lower cap drops windows from the end and changes no other (the embedding cache
     still holds them)."""
     from mindnet.chunking.tokens import default_tokenizer
-    from mindnet.points import note_inputs
+    from mindnet.points import note_inputs, note_windows
 
     note = make_note("long.md", " ".join(f"wort{i % 97}" for i in range(words)) + "\n", title="Lang")
-    everything = note_inputs(note, SETTINGS, default_tokenizer())
+    everything = note_windows(note, default_tokenizer())
     capped = note_inputs(note, dataclasses.replace(SETTINGS, note_windows=most), default_tokenizer())
     assert 1 <= len(everything) <= 64
     assert capped == everything[:most]
+    assert note_inputs(note, SETTINGS, default_tokenizer()) == everything[:SETTINGS.note_windows]
     assert "\n".join(everything).startswith("Lang")

@@ -414,7 +414,10 @@ def test_migrate_copies_every_point_with_vectors_to_a_server_store(vault: Path) 
             for key, (payload, vectors) in a.items():
                 assert b[key][0] == payload
                 for vec_name, vec in vectors.items():  # a note's windows are a multivector: one row each
-                    assert np.asarray(b[key][1][vec_name]) == pytest.approx(np.asarray(vec), abs=1e-6)
+                    # Stored in half floats (`store.embedded._datatype`), renormalised by the target on the way
+                    # in: equal to half-float precision; every other vector exactly as it was.
+                    tolerance = 1e-3 if vec_name == "note" else 1e-6
+                    assert np.asarray(b[key][1][vec_name]) == pytest.approx(np.asarray(vec), abs=tolerance)
         query = next(iter(source.scroll("chunks", with_vectors=True))).vectors["use"]
         top_a = [p.id for p in source.search_dense("chunks", "use", query, limit=3)]
         top_b = [p.id for p in target.search_dense("chunks", "use", query, limit=3)]

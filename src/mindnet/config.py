@@ -105,10 +105,11 @@ class Settings:
     windows (title and retrieval text) as a `note` multivector, and its fielded BM25 document (title,
     aliases, headings, path, text). A note then ranks by what it is about as a whole, not only by its
     best chunk; off, no window is embedded (the import costs less, search loses the note-level lists)."""
-    note_windows: int = MAX_NOTE_WINDOWS
+    note_windows: int = 16
     """Windows embedded per note at most (1–64): a longer note is known to the note-level list by its first
-    `note_windows` × 300 tokens; its chunks still carry all of it. Each window is a second pass of the model
-    over the note's text, so this bounds what note-level evidence adds to an import of long notes."""
+    `note_windows` × 300 tokens (~4,800 at 16); its chunks still carry all of it. Each window is a second pass
+    of the model over the note's text, so this bounds what note-level evidence adds to an import of long notes.
+    16 kept the 22 dev cells' out-of-sample figures, 8 did not (docs/decisions/search-representation.md)."""
     lexical_sections: bool = True
     """BM25 indexes the first chunk of each H2 section as the whole section, the others as their
     own text; off indexes every chunk alone. A question's terms are spread over several small
