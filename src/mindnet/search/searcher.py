@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from itertools import islice
 from typing import Any, Literal, TypeAlias
 
 from ..config import Settings
@@ -375,16 +374,10 @@ class Searcher:
         top = lexical[0]
         have = {w.lower() for w in _WORDS.findall(f"{top.payload.get('text', '')} {top.payload.get('note_title', '')}")}
         rare = tuple(w for w in [w for w in words if w.lower() in have and len(w) <= 64][:_RARE_PROBES]
-                     if self._chunks_holding(w, RARE_CHUNKS + 1) <= RARE_CHUNKS)
+                     if self.store.count("chunks", Filter.all(TextMatch("text", w))) <= RARE_CHUNKS)
         if not rare:
             return None
         return RareWord(top.id, rare, whole_query={w.lower() for w in rare} == {w.lower() for w in words})
-
-    def _chunks_holding(self, word: str, most: int) -> int:
-        """How many chunks hold `word` (full-text index), counted up to `most`: a common word stops at one
-        page, where an exact count read its whole posting list (6 ms for a word in 58k chunks)."""
-        held = self.store.scroll("chunks", Filter.all(TextMatch("text", word)), page_size=most, fields=())
-        return sum(1 for _ in islice(held, most))
 
     # -- expansion -------------------------------------------------------------------------------
 
@@ -484,7 +477,7 @@ def _cand(p: ScoredPoint, via: str, dense: bool = False) -> _Cand:
 
 _WORDS = re.compile(r"[^\W_]+")
 _RARE_PROBES = 6
-"""Query words looked up in the full-text index per search, at most: each is one short page of the store."""
+"""Query words looked up in the full-text index per search, at most: each is one count in the store."""
 
 
 def _explanation(c: _Cand) -> Explanation:
