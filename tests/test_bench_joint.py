@@ -80,7 +80,8 @@ def test_the_joint_grid_holds_todays_grid_and_stays_small() -> None:
     today, joint = bench.loo_tunings(), bench.joint_tunings()
     assert joint[:len(today)] == today and len(joint) <= 300
     assert any(t.note_sum_weight == 0.0 and t.language_slots and t.title_weight > 0 for t in joint)
-    assert set(bench.REPRESENTATIONS) == {"base", "dnt60", "engine", "engine+strict", "engine+dnt60"}
+    assert set(bench.REPRESENTATIONS) == {"base", "dnt60", "engine", "engine+strict", "engine+dnt60",
+                                           "win8", "win64"}
     assert bench.REPRESENTATIONS["base"] == {}  # today's default, whatever it is, is the yardstick
 
 

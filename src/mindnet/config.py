@@ -363,9 +363,7 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
         if kind == "tokens":
             return _bounded(value, MAX_NOTE_TOKENS)
         if kind == "windows":
-            if isinstance(value, bool) or not 1 <= int(value) <= MAX_NOTE_WINDOWS or int(value) != value:
-                raise ValueError(value)
-            return int(value)
+            return _windows(value)
         if kind == "shape":
             if value not in LEXICAL_SHAPES:
                 raise ValueError(value)
@@ -389,6 +387,20 @@ def _bounded(value: Any, high: float) -> float:
         raise ValueError(value)
     number = float(value)
     if not 0.0 <= number <= high:
+        raise ValueError(value)
+    return number
+
+
+def _windows(value: Any) -> int:
+    """A whole count in `[1, MAX_NOTE_WINDOWS]`; text from the environment or a flag is parsed first,
+    and a fraction (TOML's `16.5`) or a bool is refused rather than rounded."""
+    if isinstance(value, bool):
+        raise ValueError(value)
+    number = int(value.strip()) if isinstance(value, str) else value
+    if not isinstance(number, int) and number != int(number):
+        raise ValueError(value)
+    number = int(number)
+    if not 1 <= number <= MAX_NOTE_WINDOWS:
         raise ValueError(value)
     return number
 
