@@ -439,9 +439,9 @@ def test_has_vector_finds_the_chunks_a_tier_has_reached(open_test_store: StoreFa
 
 
 def test_multivector_scores_by_closest_window_in_half_floats(open_test_store: StoreFactory, tmp_path) -> None:
-    """A note's windows (a multivector) score by the closest one (MaxSim), stored in half floats (issue 27:
-    the note list scans every window): scores agree with float32 MaxSim to half-float precision, and the
-    ranking of clearly different notes is the exact one."""
+    """A note's windows (a multivector) score by the closest one (MaxSim), stored in half floats and
+    without a graph (issue 27: the note list scans every window): scores agree with float32 MaxSim to
+    half-float precision, and the ranking of clearly different notes is the exact one."""
     note = VectorSpec("note", "fake-use@1", 4, multi=True)
     rng = np.random.default_rng(7)
     windows = {f"n{i}": rng.normal(size=(1 + i % 4, 4)) for i in range(40)}
@@ -465,3 +465,5 @@ def test_multivector_scores_by_closest_window_in_half_floats(open_test_store: St
         config = json.loads(next(store.path.rglob("*_chunks/edge_config.json")).read_text(encoding="utf-8"))
         assert config["vectors"]["note"].get("datatype", "").lower() == "float16"
         assert config["vectors"]["use"].get("datatype", "float32").lower() == "float32"
+        assert config["vectors"]["note"]["hnsw_config"]["m"] == 0  # no graph: the note list is the exact scan
+        assert "hnsw_config" not in config["vectors"]["use"]  # the collection's graph (hnsw_m)

@@ -141,7 +141,7 @@ class ClientStore(Store):
         self._client.create_collection(
             self._name(collection),
             vectors_config={n: qm.VectorParams(size=d, distance=qm.Distance.COSINE, multivector_config=_multi(m),
-                                               datatype=_datatype(m))
+                                               datatype=_datatype(m), hnsw_config=_graph(m))
                             for n, (d, m) in dense.items()},
             sparse_vectors_config={n: qm.SparseVectorParams(modifier=qm.Modifier.IDF) for n in sparse},
             hnsw_config=qm.HnswConfigDiff(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct),
@@ -305,6 +305,11 @@ def _client_filter(flt: Filter | None) -> qm.Filter | None:
 def _multi(multi: bool) -> Any:
     """The server's multivector setting: a point scores by its best vector (MaxSim)."""
     return qm.MultiVectorConfig(comparator=qm.MultiVectorComparator.MAX_SIM) if multi else None
+
+
+def _graph(multi: bool) -> Any:
+    """A multivector's index on the server: no HNSW graph, an exact scan (as `embedded._graph`)."""
+    return qm.HnswConfigDiff(m=0) if multi else None
 
 
 def _datatype(multi: bool) -> Any:
