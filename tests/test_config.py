@@ -65,6 +65,9 @@ def test_recursive_settings_globally_and_per_type(tmp_path: Path) -> None:
         ("note_windows = 65\n", "invalid value for 'note_windows'"),
         ("note_windows = 2.5\n", "invalid value for 'note_windows'"),
         ("note_windows = true\n", "invalid value for 'note_windows'"),
+        ("note_windows = inf\n", "invalid value for 'note_windows'"),
+        ("note_windows = nan\n", "invalid value for 'note_windows'"),
+        ("threads = inf\n", "invalid value for 'threads'"),
     ],
 )
 def test_bad_config_names_the_file(tmp_path: Path, toml: str, message: str) -> None:

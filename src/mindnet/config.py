@@ -377,7 +377,7 @@ def _coerce(name: str, value: Any, kind: Any, source: str) -> Any:
                 raise ValueError(value)
             return items
         return value
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: TOML's `inf` as a count
         raise ConfigError(f"{source}: invalid value for {name!r}: {value!r}") from None
 
 
