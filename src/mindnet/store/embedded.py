@@ -57,6 +57,10 @@ MARKER_INDEXING_KB = 64
 """The same threshold for a collection whose only vector is the marker (~5 bytes a point): ~13k edges or
 notes, so a settle of 20k points always leaves an immutable segment."""
 
+FULL_SCAN_KB = 10_000
+"""Vectors (KB) under which Qdrant scans a segment instead of walking its graph: Qdrant's default. The
+binding requires it in every HNSW setting, the collection's and the `note` multivector's (`_graph`)."""
+
 MAX_SEGMENT_KB = 65_536
 """Largest segment (KB of vectors) the optimiser builds or merges into: ~30k chunks, what one optimisation
 holds at once."""
@@ -142,9 +146,8 @@ class EdgeStore(Store):
                                             datatype=_datatype(m), hnsw_config=_graph(m), memory=_cold())
                      for n, (d, m) in dense.items()},
             sparse_vectors=sparse_params,
-            # full_scan_threshold (KB of vectors) is required by the binding; 10000 is Qdrant's default.
             hnsw_config=qe.HnswIndexConfig(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct,
-                                           full_scan_threshold=10_000, memory=_cold()),
+                                           full_scan_threshold=FULL_SCAN_KB, memory=_cold()),
             optimizers=qe.EdgeOptimizersConfig(
                 indexing_threshold=INDEXING_THRESHOLD_KB if dense else MARKER_INDEXING_KB,
                 max_segment_size=MAX_SEGMENT_KB if dense else MARKER_SEGMENT_KB),
@@ -338,8 +341,11 @@ def _graph(multi: bool) -> qe.HnswIndexConfig | None:
     stay under the full-scan threshold), so its graph was built at each optimise and not read; where a
     segment did pass the threshold, the graph lost a third of the exact top 20 (decisions/large-vaults.md).
     Without it, msdocs' optimise took 15.5 s instead of 20.6 s, with the same top 20. A `note` vector
-    added to an older collection (`_add_dense`) keeps Edge's default: that call takes no index setting."""
-    return qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000, memory=_cold()) if multi else None
+    added to an older collection (`_add_dense`) keeps Edge's default: that call takes no index setting.
+    `ef_construct` is required by the binding and unused without links (Qdrant's default)."""
+    if not multi:
+        return None
+    return qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=FULL_SCAN_KB, memory=_cold())
 
 
 def _edge_error(path: Path, exc: Exception) -> StoreError:
