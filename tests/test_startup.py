@@ -322,6 +322,25 @@ def test_a_local_search_loads_no_typer_or_rich(tmp_path: Path, monkeypatch: pyte
     assert not {m.split(".")[0] for m in loaded} & {"typer", "rich", "click", "pydantic"}
 
 
+def test_a_one_off_search_leaves_the_store_to_its_exit_and_the_store_stays_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    vault = one_note_vault(tmp_path, monkeypatch)
+    assert run(capsys, "import", str(vault))[0] == 0
+    code = ("import sys\nfrom mindnet import launch\nfrom mindnet.store import embedded\nexit_now = launch._exit_now\n"
+            "def counted(code):\n    sys.stderr.write(f'left {sorted(embedded._LEFT_FOR_EXIT)}\\n')\n"
+            "    exit_now(code)\nlaunch._exit_now = counted\n"
+            f"sys.argv = ['mindnet', 'search', 'text', '--vault', {str(vault)!r}]\nlaunch.console()")
+    env = {k: v for k, v in os.environ.items() if k != "MINDNET_DEBUG"}
+    for _ in range(2):  # the second finds the store as the first left it, unclosed
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        assert "a.md" in done.stdout
+        assert "/mindnet_chunks'" in done.stderr.splitlines()[-1]  # its shards, left open, not closed
+    (vault / "b.md").write_text("# B\n\nmore text\n", encoding="utf-8")
+    assert run(capsys, "import", str(vault))[0] == 0  # a writer opens it afterwards
+    code_, out, _ = run(capsys, "search", "more text", "--vault", str(vault))
+    assert code_ == 0 and "b.md" in out
+
+
 # -- the resident -------------------------------------------------------------------------------------
 
 

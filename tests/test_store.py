@@ -303,6 +303,34 @@ def test_edge_reopen_keeps_data_and_locks(tmp_path) -> None:
             store.ensure(StoreSchema(vectors=(VectorSpec("use", "other@2", 4),), chunking_hash="c1"))
 
 
+def test_a_reader_leaves_its_shards_to_the_exit_and_a_writer_closes_them(tmp_path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindnet.store import embedded
+
+    left: dict[str, object] = {}
+    monkeypatch.setattr(embedded, "_LEFT_FOR_EXIT", left)
+    monkeypatch.setattr(embedded, "_LEAVE_READERS", [True])
+    path = tmp_path / "store"
+    with EdgeStore(path, prefix="v") as store:  # a writer: closed as always
+        store.ensure(SCHEMA)
+        store.upsert("chunks", CHUNKS)
+    assert left == {}
+    with EdgeStore(path, prefix="v") as store:  # a reader: its shard is left open, lock and all
+        assert store.count("chunks") == 5
+    assert list(left) == [str(path / "v_chunks")]
+    with pytest.raises(Exception, match="WouldBlock"):  # still open: another opener finds its WAL locked
+        embedded.qe.EdgeShard.load(str(path / "v_chunks"))
+    with EdgeStore(path, prefix="v") as store:  # the same process takes it back, and writing closes it
+        assert store.count("chunks") == 5
+        assert left == {}
+        store.delete_ids("chunks", [CHUNKS[0].id])
+    assert left == {}
+    with EdgeStore(path, prefix="v") as store:
+        assert store.count("chunks") == 4
+    for shard in left.values():
+        shard.close()  # type: ignore[attr-defined]
+
+
 def test_edge_bulk_then_optimize_builds_index(tmp_path) -> None:
     rng = np.random.default_rng(7)
     vecs = rng.standard_normal((3000, 4)).astype(np.float32)

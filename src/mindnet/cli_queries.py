@@ -75,11 +75,26 @@ def remote(vault: Path, settings: Settings) -> Any:
     return Remote(address)
 
 
+_ENDS_BY_EXIT = [False]
+"""Whether this process ends with `os._exit` after its command (`ends_by_exit`)."""
+
+
+def ends_by_exit() -> None:
+    """The process ends with `os._exit` once its read command returns (the console script): the store
+    then leaves its shards to the exit instead of closing them (`store.embedded.leave_readers_to_exit`).
+    Set before the command runs, read only where a command opens its `Index`."""
+    _ENDS_BY_EXIT[0] = True
+
+
 def index(vault: Path, settings: Settings) -> Any:
     """The vault's `Index` for one command (imported only here: a command a server answers never loads
     the store); `short_lived`, so a search never waits for the e5 tier's model to be built."""
     from . import Index
 
+    if _ENDS_BY_EXIT[0]:
+        from .store.embedded import leave_readers_to_exit
+
+        leave_readers_to_exit()
     return Index(vault, settings, short_lived=True)
 
 

@@ -169,6 +169,8 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
         typer_main(args)
         return
     command, options = parsed
+    if quick_exit and command in _READS:
+        queries.ends_by_exit()
     try:
         code = _COMMANDS[command](**options)
     except BaseException as exc:  # the one place where every error becomes a line
@@ -183,6 +185,8 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
 
 _QUICK_EXIT = frozenset({"search", "context", "graph", "status", "import"})
 """Commands that close all they open before they return (`mcp` runs until its client leaves)."""
+_READS = frozenset({"search", "context", "graph", "status"})
+"""Quick-exit commands that only read the store: they leave its shards to the exit (`ends_by_exit`)."""
 
 
 def _exit_now(code: int) -> None:
