@@ -377,6 +377,37 @@ def test_health_says_starting_until_the_resident_is_warm(tmp_path: Path, monkeyp
         resident.stop()
 
 
+def test_a_resident_waits_for_the_models_its_maker_started_loading(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mindnet mcp` starts the models' preload before it imports the index stack and hands it over: the
+    warm-up must wait for that one (and `stop` join it), not start a second load of the same models."""
+    from mindnet import preload
+
+    class Loading:
+        finished = 0
+
+        def wait(self) -> None: ...
+
+        def finish(self) -> None:
+            self.finished += 1
+
+    def second_load(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the warm-up started a second preload")
+
+    monkeypatch.setattr(preload, "preload_models", second_load)
+    vault = one_note_vault(tmp_path, monkeypatch)
+    loading = Loading()
+    resident = Resident(vault, Settings(), watch=False, e5=False, embedder=FakeEmbedder(), loading=loading)
+    resident.begin_warm_up()
+    resident.start()
+    try:
+        resident.warm_up()
+        assert resident.wait_ready(0) and resident.state.last_error is None
+    finally:
+        resident.stop()
+    assert loading.finished == 1
+
+
 def test_an_import_leaves_the_overview_the_mcp_handshake_reads(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     vault = one_note_vault(tmp_path, monkeypatch)

@@ -113,6 +113,7 @@ class Resident:
         e5_model: Embedder | None = None,
         step_ms: int = 100,
         debounce_ms: int = 1600,
+        loading: Any = None,
     ) -> None:
         """Bind a vault; `start()` opens the index and starts the threads.
 
@@ -122,6 +123,8 @@ class Resident:
             embedder, e5_model: models to use instead of the packaged ones (tests).
             step_ms: quiet time after the last change before an import starts.
             debounce_ms: longest time changes are gathered into one import.
+            loading: the models' preload (`preload_models(settings, vault=...)`) the caller started before
+                it imported the index stack; the warm-up then waits for that one instead of starting its own.
         """
         self.index = Index(vault, settings, embedder=embedder, e5=e5_model, shared=True)
         self.root = self.index.root
@@ -137,8 +140,8 @@ class Resident:
         self._full = False
         self._threads: list[threading.Thread] = []
         self._first: Future[ImportSummary] | None = None
-        self._loading: Any = None
-        """The models' preload the warm-up started (`preload.ModelsLoading`), joined by `stop`."""
+        self._loading: Any = loading
+        """The models' preload (`preload.ModelsLoading`), the caller's or the warm-up's, joined by `stop`."""
         self._warm = threading.Event()
         self._warm.set()  # nothing to wait for until a warm-up begins
         self._warmed = threading.Event()
@@ -201,7 +204,8 @@ class Resident:
         from .preload import preload_models
 
         try:
-            self._loading = preload_models(self.settings, vault=self.root)  # models' files, beside what follows
+            if self._loading is None:
+                self._loading = preload_models(self.settings, vault=self.root)  # models' files, beside what follows
             if not self.index.has_store() and self._first is not None:
                 self._writes_allowed.set()  # the first import makes the store the warm-up needs
                 self._first.exception()  # waits; an import error is the import's to report

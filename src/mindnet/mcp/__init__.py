@@ -48,9 +48,14 @@ def run_stdio(vault: Path, settings: Settings, *, e5: bool = True) -> None:
         overview = None
     else:
         def make() -> Resident:
+            from .. import preload_models
+
+            # The models load beside the index stack's imports (onnxruntime builds its sessions mostly outside
+            # Python's lock); started only now, after the SDK's import, they would slow the handshake.
+            loading = preload_models(settings, vault=vault)
             from .. import Resident  # the index stack (store, models' code), only for a local index
 
-            return Resident(vault, settings, watch=True, e5=e5)
+            return Resident(vault, settings, watch=True, e5=e5, loading=loading)
 
         backend = LocalBackend.starting(make)
         overview = last_overview(folder)
