@@ -275,6 +275,37 @@ def test_named_vector_added_later_only_sees_points_that_have_it(open_test_store:
     assert set(store.meta().vectors) == {USE, E5}
 
 
+def test_a_reserved_vector_is_made_with_the_collection_and_recorded_once_written(
+        open_test_store: StoreFactory) -> None:
+    store = open_test_store()
+    store.ensure(StoreSchema(vectors=(USE,), chunking_hash="c1", reserved=((E5.name, E5.dim),)))
+    store.upsert("chunks", CHUNKS)
+    assert set(store.meta().vectors) == {USE}  # reserved, not recorded: no run has written it
+    if isinstance(store, EdgeStore):
+        import json
+
+        config = json.loads(next(store.path.rglob("*_chunks/edge_config.json")).read_text(encoding="utf-8"))
+        assert config["vectors"]["e5"]["memory"] == "cold"  # placed as the others (added later, it is not)
+    store.ensure(StoreSchema(vectors=(USE, E5), chunking_hash="c1"))  # the tier's run
+    assert set(store.meta().vectors) == {USE, E5}
+    store.upsert("chunks", [_chunk(2, note="haus", tags=["bau"], text="Dach", vec=_unit(0.9, 0.1, 0, 0),
+                                   e5=_unit(0, 0, 1))])
+    assert _ids(store.search_dense("chunks", "e5", _unit(0, 0.1, 1), limit=10)) == ["haus#c02"]
+
+
+def test_a_reservation_of_another_size_is_made_anew_when_a_run_writes_the_vector(tmp_path) -> None:
+    """The tier's model may not be the one the import reserved for (a test's, another e5): the unwritten
+    reservation gives way to the size the run writes, and what was stored stays."""
+    with EdgeStore(tmp_path / "store", prefix="v") as store:
+        store.ensure(StoreSchema(vectors=(USE,), chunking_hash="c1", reserved=((E5.name, 7),)))
+        store.upsert("chunks", CHUNKS)
+        store.ensure(StoreSchema(vectors=(USE, E5), chunking_hash="c1"))
+        store.upsert("chunks", [_chunk(2, note="haus", tags=["bau"], text="Dach", vec=_unit(0.9, 0.1, 0, 0),
+                                       e5=_unit(0, 0, 1))])
+        assert _ids(store.search_dense("chunks", "e5", _unit(0, 0.1, 1), limit=10)) == ["haus#c02"]
+        assert store.count("chunks") == 5
+
+
 def test_new_store_refuses_reads_before_ensure(open_test_store: StoreFactory) -> None:
     store = open_test_store()
     with pytest.raises(StoreError, match="mindnet import"):
@@ -309,26 +340,24 @@ def test_a_reader_leaves_its_shards_to_the_exit_and_a_writer_closes_them(tmp_pat
 
     left: dict[str, object] = {}
     monkeypatch.setattr(embedded, "_LEFT_FOR_EXIT", left)
-    monkeypatch.setattr(embedded, "_LEAVE_READERS", [True])
     path = tmp_path / "store"
-    with EdgeStore(path, prefix="v") as store:  # a writer: closed as always
+    with EdgeStore(path, prefix="v", leave_to_exit=True) as store:  # a writer: closed as always
         store.ensure(SCHEMA)
         store.upsert("chunks", CHUNKS)
     assert left == {}
-    with EdgeStore(path, prefix="v") as store:  # a reader: its shard is left open, lock and all
+    with EdgeStore(path, prefix="v", leave_to_exit=True) as store:  # a reader: its shard is left open, lock and all
         assert store.count("chunks") == 5
     assert list(left) == [str(path / "v_chunks")]
     with pytest.raises(Exception, match="WouldBlock"):  # still open: another opener finds its WAL locked
         embedded.qe.EdgeShard.load(str(path / "v_chunks"))
-    with EdgeStore(path, prefix="v") as store:  # the same process takes it back, and writing closes it
+    with EdgeStore(path, prefix="v", leave_to_exit=True) as store:  # taken back; its write closes it
         assert store.count("chunks") == 5
         assert left == {}
         store.delete_ids("chunks", [CHUNKS[0].id])
     assert left == {}
-    with EdgeStore(path, prefix="v") as store:
+    with EdgeStore(path, prefix="v") as store:  # a reader of a process that does not end by exit: closed
         assert store.count("chunks") == 4
-    for shard in left.values():
-        shard.close()  # type: ignore[attr-defined]
+    assert left == {}
 
 
 def test_edge_bulk_then_optimize_builds_index(tmp_path) -> None:

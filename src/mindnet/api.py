@@ -249,6 +249,7 @@ class Index:
         e5: Embedder | None = None,
         shared: bool = False,
         short_lived: bool = False,
+        ends_by_exit: bool = False,
     ) -> None:
         """Bind a vault; nothing is opened until it is needed.
 
@@ -264,6 +265,8 @@ class Index:
                 the e5 tier joins only where the `quality_tier` setting asks for the tier and its model
                 loads without building anything (its graph is in the cache folder). Loading e5 costs a
                 one-off search more than its answer (issue 26); a resident (`serve`, `mcp`) always uses it.
+            ends_by_exit: the process ends with `os._exit` once this index is closed (the console script's
+                one-off reads): a store it wrote nothing to is left to the exit (`Store.leave_to_exit`).
         """
         if not isinstance(vault, str | os.PathLike):  # a `reading.Vault` already read
             self._vault: Vault | None = vault
@@ -290,6 +293,7 @@ class Index:
         self._query_pool: ThreadPoolExecutor | None = None
         self._store_lock = threading.RLock() if shared else None
         self._short_lived = short_lived
+        self._ends_by_exit = ends_by_exit
         self._generation: str | None = None
         """The store's generation when a short-lived index opened it (`name_file`); None: no names file."""
 
@@ -317,7 +321,7 @@ class Index:
         if self._store is None:
             if self._short_lived and not self.settings.qdrant_url:
                 self._generation = name_file.generation(self.folder)  # before the store opens: `name_file`
-            opened = open_store(self._root, self.settings)
+            opened = open_store(self._root, self.settings, leave_to_exit=self._ends_by_exit)
             self._store = opened if self._store_lock is None else _serialised(opened, self._store_lock)
         return self._store
 

@@ -81,7 +81,7 @@ _ENDS_BY_EXIT = [False]
 
 def ends_by_exit() -> None:
     """The process ends with `os._exit` once its read command returns (the console script): the store
-    then leaves its shards to the exit instead of closing them (`store.embedded.leave_readers_to_exit`).
+    then leaves its shards to the exit instead of closing them (`Index(ends_by_exit=True)`).
     Set before the command runs, read only where a command opens its `Index`."""
     _ENDS_BY_EXIT[0] = True
 
@@ -91,11 +91,7 @@ def index(vault: Path, settings: Settings) -> Any:
     the store); `short_lived`, so a search never waits for the e5 tier's model to be built."""
     from . import Index
 
-    if _ENDS_BY_EXIT[0]:
-        from .store.embedded import leave_readers_to_exit
-
-        leave_readers_to_exit()
-    return Index(vault, settings, short_lived=True)
+    return Index(vault, settings, short_lived=True, ends_by_exit=_ENDS_BY_EXIT[0])
 
 
 def preloading(settings: Settings, query: str, vault: Path, *, tokenizer: bool = False) -> Any:

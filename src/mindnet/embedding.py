@@ -412,7 +412,8 @@ def _capped(text: str) -> str:
     return text[: tokenizer.pieces(text)[USE_MAX_TOKENS - 2][0]]
 
 
-_E5_DIM = 384
+E5_DIM = 384
+"""Dimensions of the e5 tier's vectors (multilingual-e5-small)."""
 _E5_ENGINES = ("auto", "packaged", "onnx")
 
 
@@ -464,7 +465,7 @@ class E5Embedder(LocalEmbedder):
         elif engine == "onnx" and not _onnx_available():
             raise MindnetError("e5 engine 'onnx' needs onnxruntime and onnx: pip install 'mindnet[e5]'")
         self._threads = self._resolve_threads(threads)
-        self._dim = _E5_DIM
+        self._dim = E5_DIM
         self._batch_tokens = max(1, batch_tokens)
         self._cache_dir = cache_dir
         self.engine = engine
@@ -522,7 +523,7 @@ class E5Embedder(LocalEmbedder):
         return self._embed([text], "query: ")[0]
 
     def _embed(self, texts: Sequence[str], prefix: str) -> Vectors:
-        out = np.empty((len(texts), _E5_DIM), dtype=np.float32)
+        out = np.empty((len(texts), E5_DIM), dtype=np.float32)
         if not texts:
             return out
         self.calls += len(texts)

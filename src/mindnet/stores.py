@@ -12,18 +12,19 @@ from .config import Settings, store_dir
 from .store import Store
 
 
-def open_store(vault: str | Path, settings: Settings) -> Store:
-    """The configured store: a Qdrant server by URL, else the embedded Edge store of the vault (R20)."""
+def open_store(vault: str | Path, settings: Settings, *, leave_to_exit: bool = False) -> Store:
+    """The configured store: a Qdrant server by URL, else the embedded Edge store of the vault (R20);
+    `leave_to_exit`, see `Store.leave_to_exit`."""
     if settings.qdrant_url:
         return open_server_store(settings.qdrant_url, settings.qdrant_api_key, settings)
-    return open_local_store(vault, settings)
+    return open_local_store(vault, settings, leave_to_exit=leave_to_exit)
 
 
-def open_local_store(vault: str | Path, settings: Settings) -> Store:
+def open_local_store(vault: str | Path, settings: Settings, *, leave_to_exit: bool = False) -> Store:
     """The embedded Edge store in the vault's store folder, whatever `qdrant_url` says (migrate's source)."""
     return store_module.open_store(
         path=store_dir(vault, settings) / "qdrant", prefix=settings.collection_prefix,
-        hnsw_m=settings.hnsw_m, hnsw_ef_construct=settings.hnsw_ef_construct,
+        hnsw_m=settings.hnsw_m, hnsw_ef_construct=settings.hnsw_ef_construct, leave_to_exit=leave_to_exit,
     )
 
 

@@ -43,13 +43,14 @@ from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, attach_links, chunk_parsed, parse
 from .chunking.tokens import Tokenizer, default_tokenizer
 from .config import Settings, prepare_store_dir, store_dir
-from .embedding import Embedder, LoadAwareThreads, Vectors, load_average
+from .embedding import E5_DIM, Embedder, LoadAwareThreads, Vectors, load_average
 from .errors import ChunkingError, MindnetError, StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, build_edges, diff_edges, edge_from_payload, note_neighbors, notes_to_relink
 from .links import Link, Resolver, note_keys
 from .note_cache import NoteCache
 from .points import (
     DENSE_VECTOR,
+    E5_VECTOR,
     NOTE_FIELDS,
     NOTE_VECTOR,
     NOTE_WINDOW_TOKENS,
@@ -132,11 +133,13 @@ class ImportSummary:
 
 
 def import_schema(settings: Settings, embedder: Embedder) -> StoreSchema:
-    """The vectors an import writes to chunks: `use`, and the notes' window multivector when enabled."""
+    """The vectors an import writes to chunks: `use`, and the notes' window multivector when enabled; the e5
+    tier's vector reserved (made with a new collection, written by the tier) where the default model is USE."""
     vectors = [VectorSpec(DENSE_VECTOR, embedder.model_id, embedder.dim)]
     if settings.note_vectors:
         vectors.append(VectorSpec(NOTE_VECTOR, embedder.model_id, embedder.dim, multi=True))
-    return StoreSchema(vectors=tuple(vectors))
+    reserved = ((E5_VECTOR, E5_DIM),) if settings.model != "e5" else ()
+    return StoreSchema(vectors=tuple(vectors), reserved=reserved)
 
 
 def chunking_hash(settings: Settings) -> str:

@@ -124,8 +124,10 @@ __all__ = [
 
 def open_store(*, path: str | os.PathLike[str] | None = None, url: str | None = None,
                api_key: str | None = None, prefix: str = "mindnet", shard_number: int = 1,
-               replication_factor: int = 1, hnsw_m: int = 16, hnsw_ef_construct: int = 128) -> Store:
-    """The store a run asked for: a Qdrant URL wins over the embedded folder (R20).
+               replication_factor: int = 1, hnsw_m: int = 16, hnsw_ef_construct: int = 128,
+               leave_to_exit: bool = False) -> Store:
+    """The store a run asked for: a Qdrant URL wins over the embedded folder (R20); `leave_to_exit` (the
+    embedded store's), see `Store.leave_to_exit`.
 
     Raises:
         StoreError: neither a path nor a URL, or the store cannot be reached or is locked.
@@ -136,5 +138,6 @@ def open_store(*, path: str | os.PathLike[str] | None = None, url: str | None = 
                            hnsw_ef_construct=hnsw_ef_construct)
     if path is None:
         raise StoreError("no store given: set a store folder (MINDNET_STORE) or MINDNET_QDRANT_URL")
-    return EdgeStore(path, prefix=prefix, hnsw_m=hnsw_m, hnsw_ef_construct=hnsw_ef_construct)
+    return EdgeStore(path, prefix=prefix, hnsw_m=hnsw_m, hnsw_ef_construct=hnsw_ef_construct,
+                     leave_to_exit=leave_to_exit)
 

@@ -58,6 +58,18 @@ class Store(ABC):
     existing store may skip it (the recorded schema is loaded on first use).
     """
 
+    leave_to_exit = False
+    """Given by an owner whose process ends with `os._exit` right after it closes the store (the console
+    script's one-off reads: `mindnet search`, `context`, `graph`, `status`): closing a store that wrote
+    nothing then leaves its files to the exit. Qdrant Edge's close msyncs every map a shard opened (25-33 ms
+    of a cold search on a 180-note vault) and drops the shard's pages from the page cache, which the next
+    search then reads from disk again; the exit drops the maps and the lock as a kill does, which a store
+    survives by design (its WAL; the kill -9 tests). Only the embedded adapter has anything to leave."""
+
+    reserves = False
+    """Whether a new chunks collection is made with the schema's reserved vectors (`StoreSchema.reserved`):
+    only where a vector added later is placed worse than one made with the collection (Qdrant Edge)."""
+
     def __init__(self, prefix: str, hnsw_m: int, hnsw_ef_construct: int) -> None:
         self.prefix = prefix
         self.hnsw_m = hnsw_m
@@ -107,7 +119,8 @@ class Store(ABC):
             dense = {n: (v["dim"], bool(v.get("multi"))) for n, v in vectors.items()} if name == "chunks" else {}
             sparse = SPARSE_VECTORS[name]
             if not self._exists(name):
-                self._create(name, dense, sparse)
+                reserved = {n: (d, False) for n, d in schema.reserved} if name == "chunks" and self.reserves else {}
+                self._create(name, {**reserved, **dense}, sparse)
             elif done:
                 if name == "notes":
                     self._dense_names(name)  # opens it: a store another process holds fails here, as before
@@ -115,6 +128,9 @@ class Store(ABC):
             else:
                 have = self._dense_names(name)
                 for vec_name, (dim, multi) in dense.items():
+                    if have.get(vec_name, dim) != dim and vec_name not in stored["vectors"]:
+                        self._drop_dense(name, vec_name)  # reserved at another size, never written: made anew
+                        del have[vec_name]
                     if vec_name not in have:
                         self._add_dense(name, vec_name, dim, multi)
                 have_sparse = self._sparse_names(name)
@@ -378,7 +394,14 @@ class Store(ABC):
     @abstractmethod
     def _drop(self, collection: str) -> None: ...
     @abstractmethod
-    def _dense_names(self, collection: str) -> set[str]: ...
+    def _dense_names(self, collection: str) -> dict[str, int]:
+        """The collection's dense vectors and their dimensions."""
+
+    def _drop_dense(self, collection: str, name: str) -> None:
+        """Remove a dense vector no run recorded (a reservation, `reserves`); only an adapter that reserves
+        is ever asked to."""
+        raise StoreError(f"{self.describe()}: cannot remove the vector {name!r} of {collection}")
+
     @abstractmethod
     def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None: ...
 

@@ -154,9 +154,9 @@ class ClientStore(Store):
         self._client.delete_collection(self._name(collection))
 
     @server_call("read the vectors of collection")
-    def _dense_names(self, collection: str) -> set[str]:
+    def _dense_names(self, collection: str) -> dict[str, int]:
         vectors = self._client.get_collection(self._name(collection)).config.params.vectors
-        return set(vectors) if isinstance(vectors, dict) else set()
+        return {n: v.size for n, v in vectors.items()} if isinstance(vectors, dict) else {}
 
     @server_call("add a vector to collection")
     def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:

@@ -71,22 +71,9 @@ Qdrant counts vector bytes only, so the chunks' bound would let every edge merge
 whole on each merge."""
 
 _LEFT_FOR_EXIT: dict[str, qe.EdgeShard] = {}
-"""Shards of stores that wrote nothing, left open for the process's exit (`leave_readers_to_exit`), by
-folder; referenced here so that their destructors, which close them, never run before it."""
-_LEAVE_READERS = [False]
-"""Whether closing a store that wrote nothing leaves its shards to the exit (one flag, set once)."""
-
-
-def leave_readers_to_exit() -> None:
-    """From now on, closing a store that wrote nothing leaves its shards open for the process's exit.
-
-    Only for a process that ends with `os._exit` once its command returns: the console script's one-off
-    reads (`mindnet search`, `context`, `graph`, `status`). Edge's close msyncs and unmaps every map a
-    shard opened, 25-33 ms of a 0.6 s cold search on a 180-note vault, and a reader has nothing to flush.
-    The exit drops the maps and the WAL lock as a kill does, which a store survives by design (its WAL;
-    the kill -9 tests), and opening the same collection again in this process takes its shard back.
-    """
-    _LEAVE_READERS[0] = True
+"""Shards of stores that wrote nothing, left open for the process's exit (`Store.leave_to_exit`), by
+folder; referenced here so that their destructors, which close them, never run before it. Opening the
+same collection again in the process takes its shard back."""
 
 
 def _cold() -> Any:
@@ -104,10 +91,13 @@ class EdgeStore(Store):
     `StoreError` rather than corrupting it (R21).
     """
 
+    reserves = True  # Edge cannot place a vector added later: it would be held in memory, read whole on open
+
     def __init__(self, path: str | os.PathLike[str], *, prefix: str = "mindnet", hnsw_m: int = 16,
-                 hnsw_ef_construct: int = 128) -> None:
+                 hnsw_ef_construct: int = 128, leave_to_exit: bool = False) -> None:
         super().__init__(prefix, hnsw_m, hnsw_ef_construct)
         self.path = Path(path)
+        self.leave_to_exit = leave_to_exit
         # Created on the first write, not here: a status or a search of a vault that was never
         # imported (or a typo) must not leave a store folder behind.
         self._shards: dict[str, qe.EdgeShard] = {}
@@ -191,10 +181,13 @@ class EdgeStore(Store):
             shard.close()
         shutil.rmtree(self._dir(collection), ignore_errors=True)
 
-    def _dense_names(self, collection: str) -> set[str]:
+    def _dense_names(self, collection: str) -> dict[str, int]:
         config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
         self._shard(collection)  # take the lock early: a busy store fails here, not mid-import
-        return set(config.get("vectors") or {})
+        return {n: int(v["size"]) for n, v in (config.get("vectors") or {}).items()}
+
+    def _drop_dense(self, collection: str, name: str) -> None:
+        self._update(collection, qe.UpdateOperation.delete_vector_name(name))
 
     def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:
         self._update(collection, qe.UpdateOperation.create_dense_vector(
@@ -330,7 +323,7 @@ class EdgeStore(Store):
 
     def close(self) -> None:
         shards, self._shards = self._shards, {}
-        if _LEAVE_READERS[0] and not self._wrote:
+        if self.leave_to_exit and not self._wrote:
             _LEFT_FOR_EXIT.update((str(self._dir(c)), shard) for c, shard in shards.items())
             return
         for shard in shards.values():

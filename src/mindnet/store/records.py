@@ -70,6 +70,11 @@ class StoreSchema:
     """Hash of the chunking settings: chunks made under other settings must not be mixed in."""
     schema_version: int = SCHEMA_VERSION
     """Layout version of payloads and vectors."""
+    reserved: tuple[tuple[str, int], ...] = ()
+    """Dense vectors a later run may add to chunks, as (name, dimensions): the e5 tier's. A new chunks
+    collection is made with them, so that the adapter places them as it places the others (Qdrant Edge
+    cannot place a vector added later: it is held in memory and read whole on every open, ~1.5 KB a chunk
+    for e5). Recorded and checked only once a run writes them (`vectors`)."""
 
 
 @dataclass(frozen=True, slots=True)
