@@ -322,21 +322,29 @@ def test_a_local_search_loads_no_typer_or_rich(tmp_path: Path, monkeypatch: pyte
     assert not {m.split(".")[0] for m in loaded} & {"typer", "rich", "click", "pydantic"}
 
 
-def test_a_one_off_search_leaves_the_store_to_its_exit_and_the_store_stays_whole(
+def test_a_one_off_command_leaves_a_store_it_did_not_write_to_its_exit_and_the_store_stays_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     vault = one_note_vault(tmp_path, monkeypatch)
     assert run(capsys, "import", str(vault))[0] == 0
-    code = ("import sys\nfrom mindnet import launch\nfrom mindnet.store import embedded\nexit_now = launch._exit_now\n"
-            "def counted(code):\n    sys.stderr.write(f'left {sorted(embedded._LEFT_FOR_EXIT)}\\n')\n"
-            "    exit_now(code)\nlaunch._exit_now = counted\n"
-            f"sys.argv = ['mindnet', 'search', 'text', '--vault', {str(vault)!r}]\nlaunch.console()")
     env = {k: v for k, v in os.environ.items() if k != "MINDNET_DEBUG"}
-    for _ in range(2):  # the second finds the store as the first left it, unclosed
+
+    def console(*args: str) -> tuple[str, str]:
+        """`mindnet ARGS` as the console script runs it, in a process of its own: (stdout, the folders of
+        the shards it left open for its exit)."""
+        code = ("import sys\nfrom mindnet import launch\nfrom mindnet.store import embedded\n"
+                "exit_now = launch._exit_now\ndef counted(code):\n"
+                "    sys.stderr.write(f'left {sorted(embedded._LEFT_FOR_EXIT)}\\n')\n    exit_now(code)\n"
+                f"launch._exit_now = counted\nsys.argv = ['mindnet', *{list(args)!r}]\nlaunch.console()")
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-        assert "a.md" in done.stdout
-        assert "/mindnet_chunks'" in done.stderr.splitlines()[-1]  # its shards, left open, not closed
+        return done.stdout, done.stderr.splitlines()[-1]
+
+    for _ in range(2):  # the second finds the store as the first left it, unclosed
+        out, left = console("search", "text", "--vault", str(vault))
+        assert "a.md" in out and "/mindnet_chunks'" in left  # its shards, left open, not closed
+    assert "/mindnet_notes'" in console("import", str(vault))[1]  # nothing to do: nothing written, left too
     (vault / "b.md").write_text("# B\n\nmore text\n", encoding="utf-8")
-    assert run(capsys, "import", str(vault))[0] == 0  # a writer opens it afterwards
+    out, left = console("import", str(vault))
+    assert "1 new" in out and left == "left []"  # an import that wrote closes its store
     code_, out, _ = run(capsys, "search", "more text", "--vault", str(vault))
     assert code_ == 0 and "b.md" in out
 

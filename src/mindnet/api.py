@@ -266,7 +266,7 @@ class Index:
                 loads without building anything (its graph is in the cache folder). Loading e5 costs a
                 one-off search more than its answer (issue 26); a resident (`serve`, `mcp`) always uses it.
             ends_by_exit: the process ends with `os._exit` once this index is closed (the console script's
-                one-off reads): a store it wrote nothing to is left to the exit (`Store.leave_to_exit`).
+                commands): a store it wrote nothing to is left to the exit (`Store.leave_to_exit`).
         """
         if not isinstance(vault, str | os.PathLike):  # a `reading.Vault` already read
             self._vault: Vault | None = vault

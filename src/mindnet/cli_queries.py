@@ -80,8 +80,8 @@ _ENDS_BY_EXIT = [False]
 
 
 def ends_by_exit() -> None:
-    """The process ends with `os._exit` once its read command returns (the console script): the store
-    then leaves its shards to the exit instead of closing them (`Index(ends_by_exit=True)`).
+    """The process ends with `os._exit` once its command returns (the console script): a store the command
+    wrote nothing to then leaves its shards to the exit instead of closing them (`Index(ends_by_exit=True)`).
     Set before the command runs, read only where a command opens its `Index`."""
     _ENDS_BY_EXIT[0] = True
 
@@ -361,7 +361,7 @@ def import_vault(
     else:
         from . import Index
 
-        with Index(vault, settings) as opened, \
+        with Index(vault, settings, ends_by_exit=_ENDS_BY_EXIT[0]) as opened, \
                 progress_bars(stderr_is_terminal() and not as_json, lines=not as_json) as progress:
             result = opened.import_vault(full=full, dry_run=dry_run, progress=progress).as_dict()
     for line in result["problems"]:

@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
         typer_main(args)
         return
     command, options = parsed
-    if quick_exit and command in _READS:
+    if quick_exit and command in _ENDS_BY_EXIT:
         queries.ends_by_exit()
     try:
         code = _COMMANDS[command](**options)
@@ -185,8 +185,9 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
 
 _QUICK_EXIT = frozenset({"search", "context", "graph", "status", "import"})
 """Commands that close all they open before they return (`mcp` runs until its client leaves)."""
-_READS = frozenset({"search", "context", "graph", "status"})
-"""Quick-exit commands that only read the store: they leave its shards to the exit (`ends_by_exit`)."""
+_ENDS_BY_EXIT = _QUICK_EXIT
+"""Quick-exit commands whose stores, where they wrote nothing (every read; an import that found nothing to
+do), are left to the exit (`cli_queries.ends_by_exit`); a store that wrote is closed as always."""
 
 
 def _exit_now(code: int) -> None:

@@ -60,7 +60,7 @@ class Store(ABC):
 
     leave_to_exit = False
     """Given by an owner whose process ends with `os._exit` right after it closes the store (the console
-    script's one-off reads: `mindnet search`, `context`, `graph`, `status`): closing a store that wrote
+    script's one-off commands: `mindnet search`, `context`, `graph`, `status`, `import`): closing a store that wrote
     nothing then leaves its files to the exit. Qdrant Edge's close msyncs every map a shard opened (25-33 ms
     of a cold search on a 180-note vault) and drops the shard's pages from the page cache, which the next
     search then reads from disk again; the exit drops the maps and the lock as a kill does, which a store
