@@ -75,23 +75,16 @@ def remote(vault: Path, settings: Settings) -> Any:
     return Remote(address)
 
 
-_ENDS_BY_EXIT = [False]
-"""Whether this process ends with `os._exit` after its command (`ends_by_exit`)."""
-
-
-def ends_by_exit() -> None:
-    """The process ends with `os._exit` once its command returns (the console script): a store the command
-    wrote nothing to then leaves its shards to the exit instead of closing them (`Index(ends_by_exit=True)`).
-    Set before the command runs, read only where a command opens its `Index`."""
-    _ENDS_BY_EXIT[0] = True
-
-
-def index(vault: Path, settings: Settings) -> Any:
+def index(vault: Path, settings: Settings, ends_by_exit: bool = False) -> Any:
     """The vault's `Index` for one command (imported only here: a command a server answers never loads
-    the store); `short_lived`, so a search never waits for the e5 tier's model to be built."""
+    the store); `short_lived`, so a search never waits for the e5 tier's model to be built.
+
+    `ends_by_exit`: the process ends with `os._exit` once the command returns (the console script), so a
+    store the command wrote nothing to leaves its shards to the exit instead of closing them
+    (`Index(ends_by_exit=True)`). Every command here takes it, False unless the console script says so."""
     from . import Index
 
-    return Index(vault, settings, short_lived=True, ends_by_exit=_ENDS_BY_EXIT[0])
+    return Index(vault, settings, short_lived=True, ends_by_exit=ends_by_exit)
 
 
 def preloading(settings: Settings, query: str, vault: Path, *, tokenizer: bool = False) -> Any:
@@ -128,7 +121,7 @@ def search(
     query: str, *, vault: Path, store: Path | None, config: Path | None, k: int, mode: str, expand: bool,
     by_note: bool, types: Sequence[str] | None, tags: Sequence[str] | None, area: str | None,
     project: str | None, lang: str | None, path: str | None, note: Sequence[str] | None, date_from: str | None,
-    date_to: str | None, as_json: bool, explain: bool = False,
+    date_to: str | None, as_json: bool, explain: bool = False, ends_by_exit: bool = False,
 ) -> None:
     """`mindnet search`: hits from the server or the index, as JSON or a head line and snippet each (and with
     `explain`, a line of what each list added)."""
@@ -152,7 +145,7 @@ def search(
         flt = SearchFilters(type=tuple(types or ()), tags=tuple(tags or ()), area=area, project=project, lang=lang,
                             path_prefix=path, note_id=tuple(note or ()), created_from=date_from, created_to=date_to)
         try:
-            with index(vault, settings) as opened:
+            with index(vault, settings, ends_by_exit) as opened:
                 ready_to_search(opened, loading)
                 found = opened.search(query, k=k, mode=mode, filters=flt, expand=expand, by_note=by_note,
                                       explain=explain)
@@ -220,7 +213,7 @@ def print_hit(out: Screen, hit: dict[str, Any]) -> None:
 
 def context(
     query: str, *, vault: Path, store: Path | None, config: Path | None, budget: int, k: int, mode: str,
-    expand: bool, as_json: bool,
+    expand: bool, as_json: bool, ends_by_exit: bool = False,
 ) -> None:
     """`mindnet context`: a token-budgeted context with citations, as JSON or its text."""
     check_query(query)
@@ -231,7 +224,7 @@ def context(
     else:
         loading = preloading(settings, query, vault, tokenizer=True)
         try:
-            with index(vault, settings) as opened:
+            with index(vault, settings, ends_by_exit) as opened:
                 ready_to_search(opened, loading)
                 ctx = dataclasses.asdict(opened.context(query, budget=budget, k=k, mode=mode, expand=expand))
         finally:
@@ -249,7 +242,7 @@ GRAPH_EMPTY = {"neighbors": "links or backlinks", "backlinks": "backlinks", "ref
 
 def graph(
     note: str, *, vault: Path, store: Path | None, config: Path | None, backlinks: bool, references: bool,
-    unresolved: bool, depth: int, as_json: bool,
+    unresolved: bool, depth: int, as_json: bool, ends_by_exit: bool = False,
 ) -> None:
     """`mindnet graph`: the notes linked from and to a note, one line each (or JSON)."""
     chosen = [name for name, on in (("backlinks", backlinks), ("references", references),
@@ -262,7 +255,7 @@ def graph(
     if server is not None:
         rows = server.get("/api/graph", {"ref": note, "view": view, "depth": depth})
     else:
-        with index(vault, settings) as opened:
+        with index(vault, settings, ends_by_exit) as opened:
             rows = opened.graph(note, view, depth)
     if as_json:
         print_json(rows)
@@ -287,14 +280,15 @@ def graph_line(row: dict[str, Any]) -> str:
     return f"{arrow} {row['kind']:<10} {where}  {row['title']}{hop}"
 
 
-def status(*, vault: Path, store: Path | None, config: Path | None, as_json: bool) -> None:
+def status(*, vault: Path, store: Path | None, config: Path | None, as_json: bool, ends_by_exit: bool = False
+           ) -> None:
     """`mindnet status`: counts, models and the server's state, as a two-column table (or JSON)."""
     settings = settings_for(vault, config, store=store)
     server = remote(vault, settings)
     if server is not None:
         info = server.get("/api/status")
     else:
-        with index(vault, settings) as opened:
+        with index(vault, settings, ends_by_exit) as opened:
             info = opened.status().as_dict()
     if info.get("written_elsewhere"):
         say(f"warning: this store was last written on {info['written_by']}, not on this machine; a store synced "
@@ -341,7 +335,7 @@ def needs_local_store(vault: Path, settings: Settings, what: str) -> None:
 def import_vault(
     vault: Path, *, store: Path | None, config: Path | None, full: bool, dry_run: bool, strict: bool | None,
     strategy: str | None, max_chunk_size: int | None, separator_group: str | None, separators: str | None,
-    quality_tier: bool | None, as_json: bool,
+    quality_tier: bool | None, as_json: bool, ends_by_exit: bool = False,
 ) -> int:
     """`mindnet import`: the import's summary line (or JSON); the exit code, 1 when notes failed."""
     settings = settings_for(
@@ -361,7 +355,7 @@ def import_vault(
     else:
         from . import Index
 
-        with Index(vault, settings, ends_by_exit=_ENDS_BY_EXIT[0]) as opened, \
+        with Index(vault, settings, ends_by_exit=ends_by_exit) as opened, \
                 progress_bars(stderr_is_terminal() and not as_json, lines=not as_json) as progress:
             result = opened.import_vault(full=full, dry_run=dry_run, progress=progress).as_dict()
     for line in result["problems"]:

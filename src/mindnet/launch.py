@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
         return
     command, options = parsed
     if quick_exit and command in _ENDS_BY_EXIT:
-        queries.ends_by_exit()
+        options["ends_by_exit"] = True
     try:
         code = _COMMANDS[command](**options)
     except BaseException as exc:  # the one place where every error becomes a line
@@ -187,7 +187,7 @@ _QUICK_EXIT = frozenset({"search", "context", "graph", "status", "import"})
 """Commands that close all they open before they return (`mcp` runs until its client leaves)."""
 _ENDS_BY_EXIT = _QUICK_EXIT
 """Quick-exit commands whose stores, where they wrote nothing (every read; an import that found nothing to
-do), are left to the exit (`cli_queries.ends_by_exit`); a store that wrote is closed as always."""
+do), are left to the exit (their `ends_by_exit`, `cli_queries.index`); a store that wrote closes as always."""
 
 
 def _exit_now(code: int) -> None:
