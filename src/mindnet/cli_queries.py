@@ -280,8 +280,9 @@ def graph_line(row: dict[str, Any]) -> str:
     return f"{arrow} {row['kind']:<10} {where}  {row['title']}{hop}"
 
 
-def status(*, vault: Path, store: Path | None, config: Path | None, as_json: bool, ends_by_exit: bool = False
-           ) -> None:
+def status(
+    *, vault: Path, store: Path | None, config: Path | None, as_json: bool, ends_by_exit: bool = False,
+) -> None:
     """`mindnet status`: counts, models and the server's state, as a two-column table (or JSON)."""
     settings = settings_for(vault, config, store=store)
     server = remote(vault, settings)

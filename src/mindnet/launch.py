@@ -169,8 +169,8 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
         typer_main(args)
         return
     command, options = parsed
-    if quick_exit and command in _ENDS_BY_EXIT:
-        options["ends_by_exit"] = True
+    if quick_exit and command in _QUICK_EXIT:
+        options["ends_by_exit"] = True  # a store it wrote nothing to is left to the exit (`cli_queries.index`)
     try:
         code = _COMMANDS[command](**options)
     except BaseException as exc:  # the one place where every error becomes a line
@@ -184,10 +184,9 @@ def main(argv: list[str] | None = None, *, quick_exit: bool = False) -> None:
 
 
 _QUICK_EXIT = frozenset({"search", "context", "graph", "status", "import"})
-"""Commands that close all they open before they return (`mcp` runs until its client leaves)."""
-_ENDS_BY_EXIT = _QUICK_EXIT
-"""Quick-exit commands whose stores, where they wrote nothing (every read; an import that found nothing to
-do), are left to the exit (their `ends_by_exit`, `cli_queries.index`); a store that wrote closes as always."""
+"""Commands that close all they open before they return, except a store they wrote nothing to (every read,
+an import that found nothing to do), which they leave to the exit (`ends_by_exit`); `mcp` runs until its
+client leaves."""
 
 
 def _exit_now(code: int) -> None:
