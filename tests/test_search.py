@@ -405,6 +405,31 @@ def test_feedback_query_weighs_the_top_chunks_by_rank_in_their_own_language() ->
     assert capped.values == (1.0,) and capped.indices[0] in en.indices and capped.indices[0] in de.indices
     assert feedback_query([_text_cand("x", "", "en"), _text_cand("y", "the and of", "en")], 20) == SparseVec((), ())
     assert feedback_query(top, terms=0) == SparseVec((), ())
+    # texts read apart from the payloads (lists that carry no `text`) give the same query
+    bare = [_Cand(c.chunk_id, c.score, {k: v for k, v in c.payload.items() if k != "text"}, c.via) for c in top]
+    assert feedback_query(bare, 100, {c.chunk_id: c.payload["text"] for c in top}) == vec
+    assert feedback_query(bare, 100) == SparseVec((), ())
+
+
+def test_a_chunk_gone_between_the_lists_and_the_hits_is_left_out(searcher: Searcher,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resident's import may delete a chunk after a search read its lists and before it reads the hits'
+    payloads: that hit is dropped, never shown without its text."""
+    query = "compost heap garden"
+    # no feedback and no exact words: the only whole payloads this search reads are its hits'
+    plain = Searcher(searcher.store, searcher.embedder, searcher.settings,
+                     tuning=dataclasses.replace(searcher.tuning, feedback_weight=0.0, exact_words=False))
+    before = plain.search(query, k=5)
+    gone = before[0].chunk_id
+    retrieve = searcher.store.retrieve
+    monkeypatch.setattr(searcher.store, "retrieve", lambda collection, ids, **kw: [
+        p for p in retrieve(collection, ids, **kw) if p.id != gone])
+    after = plain.search(query, k=5)
+    assert [h.chunk_id for h in after] == [h.chunk_id for h in before[1:]]
+    assert all(h.text for h in after)
+    notes = plain.search_notes(query, k=5)
+    assert gone not in {c.chunk_id for n in notes for c in n.sections}
+    assert [n.rank for n in notes] == list(range(1, len(notes) + 1))
 
 
 def test_add_feedback_adds_rrf_terms_without_touching_the_input() -> None:
@@ -449,6 +474,11 @@ def test_hybrid_search_is_fuse_with_the_store_feedback_list(searcher: Searcher) 
                                                             for c in expected[:5]]
     assert any(h.via.endswith("feedback") for h in hits)
     assert expected != fuse(query, lists, searcher.tuning)  # the feedback list changed something
+    # the lists the search read carried a few fields; its hits carry every one (issue 25)
+    whole = {p.id: p.payload for p in searcher.store.retrieve("chunks", [h.chunk_id for h in hits])}
+    assert [(h.text, h.path, h.section_path, h.line_start) for h in hits] == [
+        (whole[h.chunk_id]["text"], whole[h.chunk_id]["path"], whole[h.chunk_id]["section_path"],
+         whole[h.chunk_id]["line_start"]) for h in hits]
     off = Searcher(searcher.store, searcher.embedder, searcher.settings,
                    tuning=dataclasses.replace(searcher.tuning, feedback_weight=0.0))
     assert all("feedback" not in h.via for h in off.search(query, k=5))

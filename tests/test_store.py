@@ -360,6 +360,50 @@ def test_a_reader_leaves_its_shards_to_the_exit_and_a_writer_closes_them(tmp_pat
     assert left == {}
 
 
+def test_two_threads_asking_for_a_shard_not_loaded_yet_share_one_load(tmp_path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search's e5 list runs on the index's executor beside its other lists: on a store opened a moment
+    ago both threads ask for the chunks shard. A second load in the process found the WAL locked by the
+    first ("in use by another mindnet process")."""
+    import threading
+    import time
+
+    from mindnet.store import embedded
+
+    path = tmp_path / "store"
+    with EdgeStore(path, prefix="v") as store:
+        store.ensure(SCHEMA)
+        store.upsert("chunks", CHUNKS)
+    load = embedded.qe.EdgeShard.load
+    loads: list[str] = []
+
+    def slow_load(folder: str) -> object:  # the first load holds the WAL while the second thread arrives
+        shard = load(folder)
+        loads.append(folder)
+        time.sleep(0.3)
+        return shard
+
+    monkeypatch.setattr(embedded.qe.EdgeShard, "load", staticmethod(slow_load))
+    with EdgeStore(path, prefix="v") as store:
+        found: list[object] = []
+        ready = threading.Barrier(2)
+
+        def search() -> None:
+            ready.wait()
+            try:
+                found.append(len(store.search_dense("chunks", "use", _unit(1, 0, 0, 0), limit=2)))
+            except Exception as exc:  # what the second loader used to get
+                found.append(exc)
+
+        threads = [threading.Thread(target=search) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert found == [2, 2]
+    assert loads == [str(path / "v_chunks")]
+
+
 def test_edge_bulk_then_optimize_builds_index(tmp_path) -> None:
     rng = np.random.default_rng(7)
     vecs = rng.standard_normal((3000, 4)).astype(np.float32)
@@ -442,6 +486,22 @@ def test_scroll_can_read_only_some_payload_fields(open_test_store: StoreFactory)
     (point,) = store.scroll("notes", fields=("content_hash",))
     assert point.id == "n1"
     assert point.payload == {"note_id": "n1", "content_hash": "h"}
+
+
+def test_searches_can_read_only_some_payload_fields_and_rank_alike(open_test_store: StoreFactory) -> None:
+    """A search's candidate lists read a few small fields (issue 25); the hits, scores and order are those
+    of the search that reads whole payloads."""
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("chunks", CHUNKS)
+    q, words = _unit(1, 0.05, 0.3, 0), lexical_query("Garten Tomaten Haus")
+    for search in (lambda **kw: store.search_dense("chunks", "use", q, limit=5, **kw),
+                   lambda **kw: store.search_sparse("chunks", words, limit=5, **kw)):
+        whole, light = search(), search(fields=("note_id", "lang"))
+        assert [(p.id, p.score) for p in light] == [(p.id, p.score) for p in whole]
+        assert len(light) > 1
+        assert all(set(p.payload) == {"chunk_id", "note_id", "lang"} for p in light)
+        assert all("text" in p.payload for p in whole)
 
 
 def test_facet_counts_every_value_of_an_indexed_keyword(open_test_store: StoreFactory) -> None:

@@ -212,15 +212,18 @@ _WORD = re.compile(r"\w{2,}")
 
 FeedbackSearch: TypeAlias = Callable[[SparseVec], Sequence[ScoredPoint]]
 """Runs a feedback query (weighted BM25 term vector) against the store, best chunks first."""
+ChunkTexts: TypeAlias = Callable[[Sequence[str]], Mapping[str, str]]
+"""The texts of chunks by id, read from the store: for lists whose payloads were read without them."""
 
 
 def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
-         feedback: FeedbackSearch | None = None) -> list[_Cand]:
+         feedback: FeedbackSearch | None = None, texts: ChunkTexts | None = None) -> list[_Cand]:
     """The hybrid ranking, in the module docstring's order; best first.
 
-    Pure but for `feedback` (the store query behind the feedback list), so the bench can replay it over
-    cached lists with other settings. The e5 list counts only when it is non-empty and `e5_weight > 0`;
-    then the `use` list weighs `use_weight_with_e5`.
+    Pure but for `feedback` (the store query behind the feedback list) and `texts` (where the feedback
+    query reads its top chunks' words when the lists carry no `text`; None: from their payloads), so the
+    bench can replay it over cached lists with other settings. The e5 list counts only when it is
+    non-empty and `e5_weight > 0`; then the `use` list weighs `use_weight_with_e5`.
     """
     langs = tuned_languages(lists.query_langs, tuning)
     with_e5 = bool(lists.quality) and tuning.e5_weight > 0
@@ -236,7 +239,7 @@ def fuse(query: str, lists: CandidateLists, tuning: SearchTuning,
             if share := title_match(words, str(c.payload.get("note_title", ""))):
                 c.add("title", scale * share)
         cands.sort(key=lambda c: -c.score)
-    return after_first_pass(cands, lists, dense, tuning, feedback)
+    return after_first_pass(cands, lists, dense, tuning, feedback, texts)
 
 
 def tuned_languages(query_langs: Mapping[str, float], tuning: SearchTuning) -> Mapping[str, float]:
@@ -247,12 +250,13 @@ def tuned_languages(query_langs: Mapping[str, float], tuning: SearchTuning) -> M
 
 
 def after_first_pass(cands: list[_Cand], lists: CandidateLists, dense: Sequence[ScoredPoint], tuning: SearchTuning,
-                     feedback: FeedbackSearch | None) -> list[_Cand]:
+                     feedback: FeedbackSearch | None, texts: ChunkTexts | None = None) -> list[_Cand]:
     """What follows the RRF first pass (`cands`, best first): the feedback list, the language slots
     over `dense` (the dense list after its floor), the title/alias list, the note-level lists and the
-    exact words."""
+    exact words. `texts` as in `fuse`."""
     if feedback is not None and tuning.feedback_weight > 0 and tuning.feedback_docs > 0:
-        vector = feedback_query(cands[: tuning.feedback_docs], tuning.feedback_terms)
+        top = cands[: tuning.feedback_docs]
+        vector = feedback_query(top, tuning.feedback_terms, texts([c.chunk_id for c in top]) if texts else None)
         if vector.indices:
             cands = add_feedback(cands, feedback(vector), rrf_k=tuning.rrf_k, weight=tuning.feedback_weight,
                                  note_ranks=tuning.note_ranks)
@@ -379,19 +383,20 @@ def language_slots(cands: Sequence[_Cand], dense: Sequence[ScoredPoint]) -> list
     return out
 
 
-def feedback_query(top: Sequence[_Cand], terms: int) -> SparseVec:
+def feedback_query(top: Sequence[_Cand], terms: int, texts: Mapping[str, str] | None = None) -> SparseVec:
     """A weighted BM25 query from the words of the top chunks (pseudo-relevance feedback).
 
-    Each chunk's text is encoded as a BM25 document in its own language (`lexical_document`:
-    that language's stopwords and stemmer, so the terms match how the chunk was indexed); the
-    chunk at rank r counts 1/r. The `terms` heaviest terms are kept, scaled so the heaviest is 1.
-    Term weights use no IDF: the engine applies it at query time, so a word common to the whole
-    corpus still counts little. Empty when the chunks hold no indexable words.
+    Each chunk's text (from `texts` by chunk id when given, else its payload) is encoded as a BM25
+    document in its own language (`lexical_document`: that language's stopwords and stemmer, so the
+    terms match how the chunk was indexed); the chunk at rank r counts 1/r. The `terms` heaviest terms
+    are kept, scaled so the heaviest is 1. Term weights use no IDF: the engine applies it at query time,
+    so a word common to the whole corpus still counts little. Empty when the chunks hold no indexable words.
     """
     weights: dict[int, float] = {}
     for rank, c in enumerate(top, 1):
         lang = c.payload.get("lang")
-        doc = lexical_document(str(c.payload.get("text", "")), str(lang) if lang else None)
+        text = texts.get(c.chunk_id, "") if texts is not None else c.payload.get("text", "")
+        doc = lexical_document(str(text), str(lang) if lang else None)
         for index, value in zip(doc.indices, doc.values, strict=True):
             weights[index] = weights.get(index, 0.0) + value / rank
     kept = sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[: max(0, terms)]
@@ -561,6 +566,7 @@ __all__ = [
     "LISTS",
     "RARE_CHUNKS",
     "CandidateLists",
+    "ChunkTexts",
     "FeedbackSearch",
     "RareWord",
     "SearchTuning",

@@ -64,6 +64,11 @@ Mode: TypeAlias = Literal["hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("hybrid", "dense", "lexical")
 _Later: TypeAlias = Callable[[], list[ScoredPoint]]
 """A list still being fetched (or fetched on demand): calling it waits for it."""
+LIST_FIELDS = ("note_id", "note_title", "lang")
+"""The payload fields read with every candidate of a list: what fusion, ranking by note and the title boost
+look at (the chunk id comes with every point). The rest, the text above all, is read once a search knows
+which chunks it shows (`Searcher._complete`): decoding whole payloads for the ~250 candidates of a hybrid
+query's lists was a quarter of its time at 100k chunks (issue 25)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,7 +193,8 @@ class Searcher:
         cands, lists = found
         if by_note:
             cands = self._rank_notes(cands, lists, mode)
-        return [_hit(rank, c, explain and mode == "hybrid") for rank, c in enumerate(cands[:k], 1)]
+        chosen = self._complete(cands[:k])
+        return [_hit(rank, c, explain and mode == "hybrid") for rank, c in enumerate(chosen, 1)]
 
     def search_notes(self, query: str, *, k: int = 10, sections: int = 3, mode: Mode = "hybrid",
                      filters: SearchFilters | None = None, explain: bool = False) -> list[NoteHit]:
@@ -209,9 +215,11 @@ class Searcher:
         for c in sorted(cands, key=lambda c: -c.score):
             chunks.setdefault(str(c.payload.get("note_id", "")), []).append(c)
         with_explain = explain and mode == "hybrid"
+        shown = [(note, chunks.get(str(note.payload.get("note_id", "")), [note])[:sections]) for note in notes[:k]]
+        full = {c.chunk_id for c in self._complete([c for _, best in shown for c in best])}
+        kept = [(note, best) for note, best in ((n, [c for c in b if c.chunk_id in full]) for n, b in shown) if best]
         out = []
-        for rank, note in enumerate(notes[:k], 1):
-            best = chunks.get(str(note.payload.get("note_id", "")), [note])[:sections]
+        for rank, (note, best) in enumerate(kept, 1):
             hits = tuple(_hit(i, c, with_explain) for i, c in enumerate(best, 1))
             out.append(NoteHit(rank, float(note.score), hits[0].note_id, hits[0].path, hits[0].title, hits,
                                _explanation(note) if with_explain else None))
@@ -257,7 +265,7 @@ class Searcher:
             cands, lists = self._hybrid(query, vector, pool, flt, e5_list)
         if expand and cands:
             assert vector is not None
-            cands = self._expand(cands, vector, flt)
+            cands = self._expand(self._complete(cands[: t.expand_top]) + cands[t.expand_top:], vector, flt)
         return cands, lists
 
     def candidate_lists(self, query: str, pool: int, flt: Filter | None = None) -> CandidateLists:
@@ -267,30 +275,55 @@ class Searcher:
         Public so `bench/search.py` can fetch the lists once per question and try many fusion
         settings on them without asking the store again.
         """
-        e5_list = self._e5_list(query, self._quality_for("hybrid"), pool, flt)
+        e5_list = self._e5_list(query, self._quality_for("hybrid"), pool, flt, fields=None)
         vector = self.embedder.embed_query(query)
-        return self._lists(query, vector, pool, flt, e5_list, titles=True, every=True)
+        return self._lists(query, vector, pool, flt, e5_list, titles=True, every=True, fields=None)
 
     def _lists(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None, e5_list: _Later | None,
-               *, titles: bool, every: bool = False) -> CandidateLists:
+               *, titles: bool, every: bool = False, fields: Sequence[str] | None = LIST_FIELDS) -> CandidateLists:
         """Every list hybrid fusion reads, from the store: chunk lists, note-level lists, the rare word. A
-        list whose weight is 0 is not asked for, unless `every` (the bench replays other weights)."""
-        lexical = self._lexical(query, pool, flt)
-        return CandidateLists(self._dense(vector, pool, flt), lexical,
+        list whose weight is 0 is not asked for, unless `every` (the bench replays other weights). `fields`:
+        the payload read with each candidate (None: all of it)."""
+        lexical = self._lexical(query, pool, flt, fields)
+        return CandidateLists(self._dense(vector, pool, flt, fields), lexical,
                               query_languages(query, self.settings.languages, self.settings.cache_dir),
                               e5_list() if e5_list else [], self.title_matches(query) if titles else (),
-                              notes=self._notes(vector, pool, flt, every),
-                              notes_lexical=self._notes_lexical(query, pool, flt, every),
+                              notes=self._notes(vector, pool, flt, every, fields),
+                              notes_lexical=self._notes_lexical(query, pool, flt, every, fields),
                               rare=self._rare(query, lexical, every))
 
-    def feedback_search(self, pool: int, flt: Filter | None = None) -> FeedbackSearch:
+    def feedback_search(self, pool: int, flt: Filter | None = None,
+                        fields: Sequence[str] | None = None) -> FeedbackSearch:
         """The store query behind `fuse`'s feedback list: BM25 with a weighted term vector, `pool`
-        results, the search's filter. Public so `bench/search.py` can replay feedback settings."""
+        results, the search's filter, `fields` of each payload (None: all). Public so `bench/search.py`
+        can replay feedback settings."""
 
         def run(vector: SparseVec) -> list[ScoredPoint]:
-            return self.store.search_sparse("chunks", vector, limit=pool, flt=flt)
+            return self.store.search_sparse("chunks", vector, limit=pool, flt=flt, fields=fields)
 
         return run
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, str]:
+        """The chunks' texts by id (`fusion.ChunkTexts`): what the feedback query reads of its top chunks
+        when the lists were read with `LIST_FIELDS` only."""
+        return {p.id: str(p.payload.get("text", "")) for p in self.store.retrieve("chunks", chunk_ids)}
+
+    def _complete(self, cands: Sequence[_Cand]) -> list[_Cand]:
+        """The candidates with their whole payloads, read in one call for those that came from a list with
+        `LIST_FIELDS` only; a chunk gone from the store since (a resident's import between the two reads) is
+        left out rather than shown without its text."""
+        partial = [c.chunk_id for c in cands if "text" not in c.payload]
+        if not partial:
+            return list(cands)
+        full = {p.id: p.payload for p in self.store.retrieve("chunks", partial)}
+        out = []
+        for c in cands:
+            if "text" not in c.payload:
+                if c.chunk_id not in full:
+                    continue
+                c.payload = full[c.chunk_id]
+            out.append(c)
+        return out
 
     def build_context(self, hits: Sequence[Hit], budget_tokens: int, tokenizer: TokenCounter | None = None) -> Context:
         """`build_context` with the notes' `fulltext` read from the store, so merges are exact (R23).
@@ -305,18 +338,21 @@ class Searcher:
 
     # -- the three lists -------------------------------------------------------------------------
 
-    def _dense(self, vector: Sequence[float], limit: int, flt: Filter | None) -> list[ScoredPoint]:
-        return self.store.search_dense("chunks", self.dense_vector, vector, limit=limit, flt=flt)
+    def _dense(self, vector: Sequence[float], limit: int, flt: Filter | None,
+               fields: Sequence[str] | None = LIST_FIELDS) -> list[ScoredPoint]:
+        return self.store.search_dense("chunks", self.dense_vector, vector, limit=limit, flt=flt, fields=fields)
 
-    def _lexical(self, query: str, limit: int, flt: Filter | None) -> list[ScoredPoint]:
-        return self.store.search_sparse("chunks", self._sparse_query(query), limit=limit, flt=flt)
+    def _lexical(self, query: str, limit: int, flt: Filter | None,
+                 fields: Sequence[str] | None = LIST_FIELDS) -> list[ScoredPoint]:
+        return self.store.search_sparse("chunks", self._sparse_query(query), limit=limit, flt=flt, fields=fields)
 
     def _sparse_query(self, query: str) -> SparseVec:
         """The BM25 query under every vault language, strict when `Settings.lexical_strict` says so
         (the feedback list needs no such rule: its terms come from chunks encoded in their own language)."""
         return lexical_query(query, self.settings.languages, strict=self.settings.lexical_strict)
 
-    def _e5_list(self, query: str, quality: Embedder | None, limit: int, flt: Filter | None) -> _Later | None:
+    def _e5_list(self, query: str, quality: Embedder | None, limit: int, flt: Filter | None,
+                 fields: Sequence[str] | None = LIST_FIELDS) -> _Later | None:
         """The `e5` list, to be collected when fusion needs it; None without the tier.
 
         Dense search on `e5` with the e5 query vector; chunks without the vector are not in it (the
@@ -330,7 +366,8 @@ class Searcher:
             return None
 
         def run() -> list[ScoredPoint]:
-            return self.store.search_dense("chunks", E5_VECTOR, quality.embed_query(query), limit=limit, flt=flt)
+            return self.store.search_dense("chunks", E5_VECTOR, quality.embed_query(query), limit=limit, flt=flt,
+                                           fields=fields)
 
         return run if self.executor is None else self.executor.submit(run).result
 
@@ -343,27 +380,30 @@ class Searcher:
                                              candidates=pool, rrf_k=t.rrf_k)
             return [_cand(p, "dense+lexical") for p in fused], None
         lists = self._lists(query, vector, pool, flt, e5_list, titles=uses_titles(t))
-        return fuse(query, lists, t, self.feedback_search(pool, flt)), lists
+        return fuse(query, lists, t, self.feedback_search(pool, flt, LIST_FIELDS), self.chunk_texts), lists
 
     def _has_note_level(self) -> bool:
         """Whether the store's chunks carry note-level vectors (an import with `note_vectors`)."""
         schema = self.store.meta()
         return schema is not None and any(v.name == NOTE_VECTOR for v in schema.vectors)
 
-    def _notes(self, vector: Sequence[float], limit: int, flt: Filter | None, every: bool = False) -> list[ScoredPoint]:
+    def _notes(self, vector: Sequence[float], limit: int, flt: Filter | None, every: bool = False,
+               fields: Sequence[str] | None = LIST_FIELDS) -> list[ScoredPoint]:
         """The note-level dense list: lead chunks by their note's closest window."""
         wanted = every or self.tuning.note_weight > 0
         if not wanted or self.dense_vector != DENSE_VECTOR or not self._has_note_level():
             return []
-        return self.store.search_dense("chunks", NOTE_VECTOR, vector, limit=limit, flt=flt)
+        return self.store.search_dense("chunks", NOTE_VECTOR, vector, limit=limit, flt=flt, fields=fields)
 
-    def _notes_lexical(self, query: str, limit: int, flt: Filter | None, every: bool = False) -> list[ScoredPoint]:
+    def _notes_lexical(self, query: str, limit: int, flt: Filter | None, every: bool = False,
+                       fields: Sequence[str] | None = LIST_FIELDS) -> list[ScoredPoint]:
         """The note-level BM25 list: lead chunks by their note's fielded document."""
         t = self.tuning
         wanted = every or max(t.note_lexical_weight_same, t.note_lexical_weight_other) > 0
         if not wanted or not self._has_note_level():
             return []
-        return self.store.search_sparse("chunks", self._sparse_query(query), limit=limit, flt=flt, using=NOTE_SPARSE)
+        return self.store.search_sparse("chunks", self._sparse_query(query), limit=limit, flt=flt, using=NOTE_SPARSE,
+                                        fields=fields)
 
     def _rare(self, query: str, lexical: Sequence[ScoredPoint], every: bool = False) -> RareWord | None:
         """The lexical top chunk with the query words it holds that at most `RARE_CHUNKS` chunks of the vault
@@ -372,7 +412,8 @@ class Searcher:
             return None
         words = content_words(query, self.settings.languages)
         top = lexical[0]
-        have = {w.lower() for w in _WORDS.findall(f"{top.payload.get('text', '')} {top.payload.get('note_title', '')}")}
+        text = top.payload["text"] if "text" in top.payload else self.chunk_texts([top.id]).get(top.id, "")
+        have = {w.lower() for w in _WORDS.findall(f"{text} {top.payload.get('note_title', '')}")}
         rare = tuple(w for w in [w for w in words if w.lower() in have and len(w) <= 64][:_RARE_PROBES]
                      if self.store.count("chunks", Filter.all(TextMatch("text", w))) <= RARE_CHUNKS)
         if not rare:

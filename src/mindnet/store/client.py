@@ -234,13 +234,14 @@ class ClientStore(Store):
 
     @server_call("search collection")
     def _search(self, collection: str, query: tuple[str, str, Any], limit: int, flt: Filter | None,
-                score_threshold: float | None) -> list[ScoredPoint]:
+                score_threshold: float | None, fields: list[str] | None = None) -> list[ScoredPoint]:
         _, using, vec = query
         if isinstance(vec, SparseVec):
             vec = qm.SparseVector(indices=list(vec.indices), values=list(vec.values))
         res = self._client.query_points(self._name(collection), query=vec, using=using,
                                         query_filter=_client_filter(flt), limit=limit,
-                                        score_threshold=score_threshold, with_payload=True)
+                                        score_threshold=score_threshold,
+                                        with_payload=True if fields is None else fields)
         return [_scored(collection, h.score, h.payload) for h in res.points]
 
     @server_call("search collection")

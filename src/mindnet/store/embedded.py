@@ -7,6 +7,7 @@ import ctypes
 import json
 import os
 import shutil
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -104,6 +105,10 @@ class EdgeStore(Store):
         self._pending: dict[str, int] = {}  # points written per collection since its shard was reopened
         self._markers: dict[str, bool] = {}  # whether a collection's shard carries the PRESENT vector
         self._wrote = False  # whether anything was written through this store (`close` flushes then)
+        self._loading = threading.Lock()
+        """Held while a shard loads: a search's e5 list (on the index's executor) and its other lists (on the
+        caller's thread) may both ask for a shard not loaded yet, and a second load of it in the same process
+        finds its WAL locked by the first."""
 
     def describe(self) -> str:
         return str(self.path)
@@ -138,15 +143,17 @@ class EdgeStore(Store):
 
     def _shard(self, collection: str) -> qe.EdgeShard:
         shard = self._shards.get(collection)
-        if shard is None:
-            shard = _LEFT_FOR_EXIT.pop(str(self._dir(collection)), None)
-        if shard is None:
-            try:
-                shard = qe.EdgeShard.load(str(self._dir(collection)))
-            except Exception as exc:  # Edge raises plain Exception; WouldBlock = WAL locked
-                raise _edge_error(self._dir(collection), exc) from exc
+        if shard is not None:
+            return shard
+        with self._loading:
+            shard = self._shards.get(collection) or _LEFT_FOR_EXIT.pop(str(self._dir(collection)), None)
+            if shard is None:
+                try:
+                    shard = qe.EdgeShard.load(str(self._dir(collection)))
+                except Exception as exc:  # Edge raises plain Exception; WouldBlock = WAL locked
+                    raise _edge_error(self._dir(collection), exc) from exc
             self._shards[collection] = shard
-        return shard
+            return shard
 
     def _create(self, collection: str, dense: Mapping[str, tuple[int, bool]], sparse: Sequence[str]) -> None:
         sparse_params = {n: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf, memory=_cold()) for n in sparse}
@@ -285,13 +292,14 @@ class EdgeStore(Store):
         return {str(h.value): h.count for h in hits}
 
     def _search(self, collection: str, query: tuple[str, str, Any], limit: int, flt: Filter | None,
-                score_threshold: float | None) -> list[ScoredPoint]:
+                score_threshold: float | None, fields: list[str] | None = None) -> list[ScoredPoint]:
         _, using, vec = query
         if isinstance(vec, SparseVec):
             vec = qe.SparseVector(list(vec.indices), list(vec.values))
+        payload: Any = True if fields is None else qe.PayloadSelector.Include(fields)
         hits = self._shard(collection).query(qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(vec, using=using), filter=_edge_filter(flt),
-            score_threshold=score_threshold, with_payload=True))
+            score_threshold=score_threshold, with_payload=payload))
         return [_scored(collection, h.score, h.payload) for h in hits]
 
     def _hybrid(self, collection: str, using: str, vector: list[float], sparse: SparseVec, limit: int,
