@@ -438,6 +438,20 @@ def test_e5_batches_follow_their_pace() -> None:
     assert BatchPace(None).size() == E5_BATCH
 
 
+def test_a_batch_the_cache_answered_says_nothing_of_the_models_pace() -> None:
+    """A resident's fill starts again after each import, often with a chunk whose vector the cache holds:
+    one chunk in a millisecond made the next batch 32 chunks of model work (about a second)."""
+    pace = BatchPace(0.1)
+    pace.took(chars=100, chunks=1, seconds=0.001, embedded=0)  # from the cache: no pace yet, the batch grows
+    assert pace.size() == 2
+    pace.took(chars=200, chunks=2, seconds=0.001, embedded=0)
+    assert pace.size() == 4
+    pace.took(chars=400, chunks=4, seconds=0.1, embedded=2)  # the model's 200 chars in 0.1 s: 2,000 chars/s
+    assert pace.size() == 2  # 0.1 s of 100-char chunks
+    pace.took(chars=5000, chunks=32, seconds=0.001, embedded=0)  # a cached batch leaves the measured pace alone
+    assert pace.size() == 2
+
+
 def test_settings_cache_dir_reaches_the_models(tmp_path: Path) -> None:
     settings = load_settings(env={"XDG_CACHE_HOME": str(tmp_path)})
     assert cli_queries.index(tmp_path, settings)._short_lived

@@ -100,7 +100,7 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
         if stop is not None and stop():
             break
         batch = missing[done : done + pace.size()]
-        started = time.perf_counter()
+        started, misses = time.perf_counter(), getattr(embedder, "misses", None)
         points = store.retrieve("chunks", [chunk_id for _, chunk_id in batch], with_vectors=True)
         vectors = embedder.embed_passages([stored_embedding_input(p.payload, settings) for p in points])
         store.upsert(
@@ -110,7 +110,8 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
                 for p, v in zip(points, vectors, strict=True)
             ],
         )
-        pace.took(sum(length for length, _ in batch), len(batch), time.perf_counter() - started)
+        by_model = None if misses is None else getattr(embedder, "misses", 0) - misses
+        pace.took(sum(length for length, _ in batch), len(batch), time.perf_counter() - started, by_model)
         done += len(batch)
         progress("e5", done, total)
     if done == total:
@@ -126,22 +127,35 @@ class BatchPace:
 
     Chunks come shortest first, so the pace is kept in characters per second and the next batch
     grows only while its chunks stay short: it starts with one chunk and takes at most `E5_BATCH`.
+    The pace is the model's: a batch the embedding cache answered whole says nothing about it. After
+    an import a resident's fill starts again, and its first chunk is often one whose vector the cache
+    has (a chunk of the saved note that did not change): taken as the model's pace, that one chunk in a
+    millisecond made the next batch all 32 chunks, about a second of work that the next save waited for
+    (issue 26). Cached batches grow the batch (doubling) only while no pace is known.
     """
 
     def __init__(self, seconds: float | None) -> None:
         self.seconds = seconds
         self._chars_per_second: float | None = None
         self._chars_per_chunk = 1.0
+        self._cached = 0
+        """Batches in a row the cache answered whole, before any pace was measured."""
 
     def size(self) -> int:
         if self.seconds is None:
             return E5_BATCH
         if self._chars_per_second is None:
-            return 1
+            return min(E5_BATCH, 2 ** self._cached)
         wanted = self._chars_per_second * self.seconds / max(self._chars_per_chunk, 1.0)
         return max(1, min(E5_BATCH, int(wanted)))
 
-    def took(self, chars: int, chunks: int, seconds: float) -> None:
-        """Record a batch of `chunks` chunks and `chars` characters that took `seconds`."""
-        self._chars_per_second = max(chars, chunks) / max(seconds, 1e-3)
+    def took(self, chars: int, chunks: int, seconds: float, embedded: int | None = None) -> None:
+        """Record a batch of `chunks` chunks and `chars` characters that took `seconds`, of which the model
+        embedded `embedded` (None: all; the rest came from the cache)."""
+        embedded = chunks if embedded is None else embedded
+        if embedded <= 0:
+            self._cached += self._chars_per_second is None
+            return
+        model_chars = chars * embedded / max(chunks, 1)
+        self._chars_per_second = max(model_chars, embedded) / max(seconds, 1e-3)
         self._chars_per_chunk = max(chars / max(chunks, 1), 1.0)

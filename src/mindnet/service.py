@@ -32,7 +32,7 @@ from .vault import EXCLUDED_DIRS, IGNORE_FILE, ignore_spec
 
 log = logging.getLogger("mindnet.serve")
 
-E5_BATCH_SECONDS = 0.25
+E5_BATCH_SECONDS = 0.1
 """How long one e5 batch of the background fill should take: a saved note's import waits for the
 batch in flight, and a save should be searchable within a second (issue 26)."""
 EDITOR_TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".temp", ".bak", "~", ".crswap", ".part", ".kate-swp")
