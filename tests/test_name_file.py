@@ -129,15 +129,26 @@ def test_names_are_kept_per_collection_set_and_dropped_by_any_writer_record(tmp_
     assert name_file.read_names(tmp_path, "one", seen) is None
 
 
-def test_a_dry_run_keeps_the_generation(tmp_path: Path) -> None:
+def test_a_dry_run_and_an_import_that_wrote_nothing_keep_the_generation(tmp_path: Path) -> None:
+    """What `serve` and `mcp` do first on start is an import that usually finds nothing to do: it must not make
+    the kept names stale, or every start read the notes collection again (issue 26)."""
     vault = _vault(tmp_path)
     with Index(vault, embedder=FakeEmbedder()) as index:
         index.import_vault()
         seen = name_file.generation(index.folder)
+        writer = (index.folder / "writer.json").stat().st_ino
         index.import_vault(dry_run=True)
         assert seen is not None and name_file.generation(index.folder) == seen
+        searcher = index.searcher()
+        index.import_vault()  # nothing changed: nothing written
+        assert name_file.generation(index.folder) == seen
+        assert (index.folder / "writer.json").stat().st_ino == writer
+        assert index.searcher() is searcher  # and its title index stays
+        (vault / "notes.md").write_text("# Zerlegung\n\nNotizen werden zerlegt.\n", encoding="utf-8")
         index.import_vault()
         assert name_file.generation(index.folder) not in (None, seen)
+        assert (index.folder / "writer.json").stat().st_ino != writer
+        assert index.searcher() is not searcher
 
 
 def test_a_resident_reads_names_once_and_again_after_its_own_import(tmp_path: Path) -> None:
@@ -163,3 +174,25 @@ def test_a_resident_reads_names_once_and_again_after_its_own_import(tmp_path: Pa
         index.import_vault()
         assert [n.note_id for n in index.searcher().title_matches("Zerlegung")] == ["notes"]
         assert index.searcher().title_matches("Chunking") == []
+
+
+def test_a_residents_warm_up_reads_the_kept_names_and_opens_no_notes_collection(tmp_path: Path) -> None:
+    """`serve` and `mcp` warm up before they say ready: with the names file current, that warm-up loads no
+    notes collection (a third of it after the models, issue 26). A resident keeps no file itself."""
+    vault = _vault(tmp_path)
+    with Index(vault, embedder=FakeEmbedder()) as index:
+        index.import_vault()
+        folder, names = index.folder, note_names(index.store())
+    file = folder / name_file.NAMES_FILE.format(prefix="mindnet")
+    with Index(vault, embedder=FakeEmbedder(), shared=True) as resident:
+        resident.prepare_search()
+        assert "notes" in resident.store()._shards  # type: ignore[attr-defined]  # no file yet
+    assert not file.exists()  # a resident does not write it
+    with Index(vault, embedder=FakeEmbedder(), short_lived=True) as once:
+        once.prepare_search()  # a one-off search keeps the names
+    assert file.exists()
+    with Index(vault, embedder=FakeEmbedder(), shared=True) as resident:
+        resident.warm_up()
+        assert "notes" not in resident.store()._shards  # type: ignore[attr-defined]
+        assert resident._kept_names() == names
+        assert resident.searcher().title_matches("how does RRF work")[0].note_id == "rrf"

@@ -295,7 +295,8 @@ class Index:
         self._short_lived = short_lived
         self._ends_by_exit = ends_by_exit
         self._generation: str | None = None
-        """The store's generation when a short-lived index opened it (`name_file`); None: no names file."""
+        """The embedded store's generation when this index opened it or last wrote to it (`name_file`); None: no
+        names file (a server store, or a store whose last writer did not finish)."""
 
     @property
     def vault(self) -> Vault:
@@ -319,7 +320,7 @@ class Index:
 
     def store(self) -> Store:
         if self._store is None:
-            if self._short_lived and not self.settings.qdrant_url:
+            if not self.settings.qdrant_url:
                 self._generation = name_file.generation(self.folder)  # before the store opens: `name_file`
             opened = open_store(self._root, self.settings, leave_to_exit=self._ends_by_exit)
             self._store = opened if self._store_lock is None else _serialised(opened, self._store_lock)
@@ -377,12 +378,19 @@ class Index:
             if not marks:  # a dry run: nothing is written, the store's generation stays
                 yield
                 return
+            store, seen = self.store(), name_file.generation(self.folder)
+            before = store.writes
             name_file.begin_writing(self.folder)
             try:
                 yield
             finally:
-                name_file.end_writing(self.folder)
-                self._searcher = None  # its title index holds the names from before the write
+                if before is not None and store.writes == before and seen is not None:
+                    # Nothing reached the store (a no-op import, a resident's first import): the names kept
+                    # at this generation still hold, and the searcher and its title index stay.
+                    name_file.end_writing(self.folder, keep=seen)
+                else:
+                    name_file.end_writing(self.folder)
+                    self._searcher = None  # its title index holds the names from before the write
                 if self._generation is not None:  # this index's store is the new generation's (`name_file`)
                     self._generation = name_file.generation(self.folder)
 
@@ -400,13 +408,13 @@ class Index:
         """
         from .sync import import_vault
 
-        self._searcher = None
         if not self._root.is_dir():
             raise VaultNotFoundError(str(self._root))
         # The embedded store has one writer, so what its last import counted still holds; a server
         # store may have others.
         last = last_overview(self.folder) if not self.settings.qdrant_url and not full else None
         with self._writing(lease=not dry_run, marks=not dry_run):  # a dry run writes nothing, not even a lease
+            before = self.store().writes
             summary = import_vault(
                 self._root, self.settings, store=self.store(), embedder=self.embedder,
                 notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
@@ -418,7 +426,7 @@ class Index:
                 started = time.perf_counter()
                 summary.chunks_embedded_e5 = self._fill(tier, progress, None)
                 summary.seconds = round(summary.seconds + time.perf_counter() - started, 3)
-            if not dry_run:
+            if not dry_run and (before is None or self.store().writes != before):  # nothing written: same writer
                 record_writer(self.folder)
                 changed = summary.notes_new + summary.notes_changed + summary.notes_deleted + summary.notes_relinked
                 if changed or last is None or last.get("edges") != summary.edges:
@@ -702,10 +710,9 @@ class Index:
         return note.note_id
 
     def prepare_search(self) -> None:
-        """Open what every search reads, ahead of the first one: the searcher, the store's chunk and
-        note collections, each loaded from disk once per process, and the title list's note names (a
-        short-lived index reads those from the file beside the store and opens no notes collection
-        when the file is current, `name_file`).
+        """Open what every search reads, ahead of the first one: the searcher, the store's chunk
+        collection, loaded from disk once per process, and the title list's note names (read from the
+        file beside the embedded store when it is current, `name_file`, else from the notes collection).
 
         A one-off search calls it while its models load on another thread (`preload_models`): the
         store's loading holds Python's lock, the models' mostly does not, so the two overlap.
@@ -762,9 +769,14 @@ class Index:
         return self._searcher
 
     def _kept_names(self) -> NoteNames:
-        """The title list's note names for a short-lived index: the file beside the store when it was
-        written at the generation this index opened, else read from the notes collection and kept
-        there for the next one-off search (`name_file`)."""
+        """The title list's note names: the file beside the store when it was written at the generation this
+        index opened (or last wrote), else read from the notes collection, and kept there by a short-lived
+        index for the next one-off search (`name_file`).
+
+        A resident reads the file too: its warm-up then opens no notes collection (issue 26: loading and
+        scrolling it was a third of a warm-up after the models). It does not write the file: its e5 fill
+        starts a new generation with every run, and the next one-off search keeps the names itself.
+        """
         seen, prefix = self._generation, self.settings.collection_prefix
         store = self.store()
         store.count("chunks")  # holds the chunks collection open: no import can write until this index closes
@@ -774,7 +786,7 @@ class Index:
         if kept is not None:
             return kept
         names = note_names(store)
-        if seen is not None:
+        if seen is not None and self._short_lived:
             name_file.write_names(self.folder, prefix, seen, names)
         return names
 

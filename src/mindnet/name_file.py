@@ -47,9 +47,11 @@ def begin_writing(folder: Path) -> None:
     replace_file(folder / GENERATION_FILE, f"writing {uuid.uuid4().hex}\n")
 
 
-def end_writing(folder: Path) -> None:
-    """Mark the writing operation finished, with a generation no names file has seen yet."""
-    replace_file(folder / GENERATION_FILE, f"done {uuid.uuid4().hex}\n")
+def end_writing(folder: Path, keep: str | None = None) -> None:
+    """Mark the writing operation finished, with a generation no names file has seen yet; or, when the
+    operation wrote nothing to the store, with the generation `keep` it began at, so names kept at it
+    stay good (a no-op import; `api.Index._writing` knows from `Store.writes`)."""
+    replace_file(folder / GENERATION_FILE, f"done {keep or uuid.uuid4().hex}\n")
 
 
 def generation(folder: Path) -> str | None:

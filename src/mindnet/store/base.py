@@ -66,6 +66,11 @@ class Store(ABC):
     search then reads from disk again; the exit drops the maps and the lock as a kill does, which a store
     survives by design (its WAL; the kill -9 tests). Only the embedded adapter has anything to leave."""
 
+    writes: int | None = None
+    """Writing calls that reached the store's contents through this object (points, vectors, indexes,
+    collections made or dropped); None where the adapter does not count them. An owner compares it before
+    and after an operation to know that the operation wrote nothing (`api.Index._writing`)."""
+
     reserves = False
     """Whether a new chunks collection is made with the schema's reserved vectors (`StoreSchema.reserved`):
     only where a vector added later is placed worse than one made with the collection (Qdrant Edge)."""

@@ -105,6 +105,7 @@ class EdgeStore(Store):
         self._pending: dict[str, int] = {}  # points written per collection since its shard was reopened
         self._markers: dict[str, bool] = {}  # whether a collection's shard carries the PRESENT vector
         self._wrote = False  # whether anything was written through this store (`close` flushes then)
+        self.writes = 0
         self._loading = threading.Lock()
         """Held while a shard loads: a search's e5 list (on the index's executor) and its other lists (on the
         caller's thread) may both ask for a shard not loaded yet, and a second load of it in the same process
@@ -173,6 +174,7 @@ class EdgeStore(Store):
             id_tracker_memory=_cold(),
         )
         self._wrote = True
+        self.writes += 1
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             self._shards[collection] = qe.EdgeShard.create(str(self._dir(collection)), config)
@@ -181,6 +183,7 @@ class EdgeStore(Store):
 
     def _drop(self, collection: str) -> None:
         self._wrote = True
+        self.writes += 1
         shard = self._shards.pop(collection, None)
         self._pending.pop(collection, None)
         self._markers.pop(collection, None)
@@ -240,6 +243,7 @@ class EdgeStore(Store):
     def _update(self, collection: str, operation: qe.UpdateOperation) -> None:
         """Every write goes through here, so that `close` knows whether this store has anything to flush."""
         self._wrote = True
+        self.writes += 1
         self._shard(collection).update(operation)
 
     def _has_marker(self, collection: str) -> bool:
