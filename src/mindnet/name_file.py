@@ -8,11 +8,12 @@ only while nothing has written to the store since they were read from it:
 
 - Every writing operation (`api.Index._writing`, under the import lock; a dry run writes nothing)
   marks the store `writing <token>` before it writes and `done <token>` after it (`generation`,
-  one line).
-- A one-off search reads the generation before it opens the store. It uses the names file when
-  the file was written at that generation and the generation is still current once the store is
-  open; otherwise it reads the notes collection and writes the file, if the generation it saw is
-  still current and done.
+  one line). One that wrote nothing to the store after all (`Store.writes`: a no-op import, the one
+  every `serve` and `mcp` start runs) ends at the token it began at, so the names stay good.
+- A one-off search (and a resident, which does not write the file) reads the generation before it
+  opens the store. It uses the names file when the file was written at that generation and the
+  generation is still current once the store is open; otherwise it reads the notes collection and
+  writes the file, if the generation it saw is still current and done.
 - A writer older than this file does not mark generations, but it rewrites `writer.json`
   (`config.record_writer`) after each import: the file also records that file's stat key.
 - A writer cannot change the notes while a reader has the collection open (Qdrant Edge locks its
