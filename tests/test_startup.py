@@ -438,6 +438,34 @@ def test_e5_batches_follow_their_pace() -> None:
     assert BatchPace(None).size() == E5_BATCH
 
 
+def test_a_fill_gives_up_a_batch_inside_its_model_work_when_an_import_waits(tmp_path: Path) -> None:
+    """`stop` is asked inside a batch's model work too (`embed_passages_until`): an oversize chunk's windows
+    took seconds that a saved note's import waited for. The batch given up writes nothing; the next fill
+    embeds it."""
+    from mindnet.quality_tier import fill_e5
+    from mindnet.store import Filter, HasVector
+    from mindnet.sync import silent
+
+    class Stoppable(FakeEmbedder):
+        def embed_passages_until(self, texts: Any, stop: Any) -> Any:
+            return None if stop() else self.embed_passages(texts)
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    for i in range(3):
+        (vault / f"n{i}.md").write_text(f"# Note {i}\n\nSome words about topic {i}.\n", encoding="utf-8")
+    with Index(vault, embedder=FakeEmbedder()) as index:
+        index.import_vault()
+        store, tier = index.store(), Stoppable(dim=16, model_id="fake-e5@1")
+        asked = iter([False, True])  # free before the first batch, asked to stop inside it
+        embedded, remaining = fill_e5(store, tier, index.settings, silent, stop=lambda: next(asked, True))
+        assert (embedded, tier.calls) == (0, 0) and remaining > 0
+        assert store.count("chunks", Filter.all(HasVector("e5"))) == 0
+        embedded, remaining = fill_e5(store, tier, index.settings, silent, stop=lambda: False)
+        assert remaining == 0 and embedded > 0
+        assert store.count("chunks", Filter.all(HasVector("e5"))) == embedded
+
+
 def test_a_batch_the_cache_answered_says_nothing_of_the_models_pace() -> None:
     """A resident's fill starts again after each import, often with a chunk whose vector the cache holds:
     one chunk in a millisecond made the next batch 32 chunks of model work (about a second)."""

@@ -33,7 +33,7 @@ import os
 import re
 import struct
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -447,6 +447,13 @@ class OnnxE5:
         the token-count-weighted mean of the windows' mean-pooled vectors, then normalised. All
         windows of all texts are sorted by length and padded per batch.
         """
+        out = self.embed_until(texts, prefix, None)
+        assert out is not None  # nothing to stop it
+        return out
+
+    def embed_until(self, texts: Sequence[str], prefix: str,
+                    stop: Callable[[], bool] | None) -> npt.NDArray[np.float32] | None:
+        """`embed`, given up (None) when `stop()` says so before a forward pass other than the first."""
         wmax = self.model.max_positions - 2
         windows: list[tuple[int, list[int]]] = []
         for i, content in enumerate(self.token_ids(texts, prefix)):
@@ -456,6 +463,8 @@ class OnnxE5:
         order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]))
         start = 0
         while start < len(order):
+            if start and stop is not None and stop():
+                return None
             end = start + 1  # ascending lengths: the newest window sets the padded length
             while end < len(order) and (end - start + 1) * (len(windows[order[end]][1]) + 2) <= self.batch_tokens:
                 end += 1

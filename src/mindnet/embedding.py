@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +74,15 @@ class Embedder(ABC):
         Returns:
             One L2-normalised float32 row per text, in input order.
         """
+
+    def embed_passages_until(self, texts: Sequence[str], stop: Callable[[], bool]) -> Vectors | None:
+        """`embed_passages`, given up (None) when `stop()` says so between two forward passes.
+
+        A resident's e5 fill asks it: one oversize chunk is tens of the model's windows (seven seconds for a
+        20,000-token table), and a saved note's import waited for all of them (issue 26). A model that
+        cannot stop between passes embeds everything (this default).
+        """
+        return self.embed_passages(texts)
 
     @abstractmethod
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
@@ -519,6 +528,13 @@ class E5Embedder(LocalEmbedder):
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         return self._embed(texts, "passage: ")
 
+    def embed_passages_until(self, texts: Sequence[str], stop: Callable[[], bool]) -> Vectors | None:
+        if not texts or self._engine() is not self._onnx or self._onnx is None:
+            return self.embed_passages(texts)  # the packaged engine encodes a batch in one call
+        self.calls += len(texts)
+        found = self._onnx.embed_until(texts, "passage: ", stop)
+        return None if found is None else _normalise_rows(found)
+
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self._embed([text], "query: ")[0]
 
@@ -636,6 +652,9 @@ class WrappedEmbedder(Embedder):
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         return self.inner.embed_passages(texts)
 
+    def embed_passages_until(self, texts: Sequence[str], stop: Callable[[], bool]) -> Vectors | None:
+        return self.inner.embed_passages_until(texts, stop)
+
     def prepare(self) -> None:
         self.inner.prepare()
 
@@ -658,6 +677,16 @@ class CachedEmbedder(WrappedEmbedder):
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         """Vectors of `texts`, from the cache where it has them; an empty text (a chunk without prose,
         `points.embedding_input`) is the zero vector, never sent to the model nor cached."""
+        out = self._embed_passages(texts, None)
+        assert out is not None  # nothing to stop it
+        return out
+
+    def embed_passages_until(self, texts: Sequence[str], stop: Callable[[], bool]) -> Vectors | None:
+        """`embed_passages`, given up when the model is stopped (`Embedder.embed_passages_until`): nothing of
+        the batch is cached then."""
+        return self._embed_passages(texts, stop)
+
+    def _embed_passages(self, texts: Sequence[str], stop: Callable[[], bool] | None) -> Vectors | None:
         hashes = [content_hash(t) for t in texts]
         found = self.cache.get_many(self.model_id, hashes)
         found[content_hash("")] = np.zeros(self.dim, dtype=np.float32)
@@ -666,7 +695,10 @@ class CachedEmbedder(WrappedEmbedder):
             if h not in found:
                 todo.setdefault(h, t)  # identical texts in one batch are embedded once
         if todo:
-            fresh = self.inner.embed_passages(list(todo.values()))
+            wanted = list(todo.values())
+            fresh = self.inner.embed_passages(wanted) if stop is None else self.inner.embed_passages_until(wanted, stop)
+            if fresh is None:
+                return None
             new = dict(zip(todo, fresh, strict=True))
             self.cache.put_many(self.model_id, new)
             found.update(new)

@@ -102,7 +102,10 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
         batch = missing[done : done + pace.size()]
         started, misses = time.perf_counter(), getattr(embedder, "misses", None)
         points = store.retrieve("chunks", [chunk_id for _, chunk_id in batch], with_vectors=True)
-        vectors = embedder.embed_passages([stored_embedding_input(p.payload, settings) for p in points])
+        texts = [stored_embedding_input(p.payload, settings) for p in points]
+        vectors = embedder.embed_passages(texts) if stop is None else embedder.embed_passages_until(texts, stop)
+        if vectors is None:
+            break  # an import waits: this batch is given up inside its model work (a long chunk's windows)
         store.upsert(
             "chunks",
             [
