@@ -196,3 +196,18 @@ def test_a_residents_warm_up_reads_the_kept_names_and_opens_no_notes_collection(
         assert "notes" not in resident.store()._shards  # type: ignore[attr-defined]
         assert resident._kept_names() == names
         assert resident.searcher().title_matches("how does RRF work")[0].note_id == "rrf"
+
+
+def test_an_e5_fill_with_nothing_to_embed_keeps_the_generation_and_the_writer(tmp_path: Path) -> None:
+    """A resident's fill runs after its imports: one that finds every chunk filled writes nothing, and the
+    names kept at the store's generation, which also name the writer record, stay good."""
+    vault = _vault(tmp_path)
+    with Index(vault, embedder=FakeEmbedder(), e5=FakeEmbedder(dim=16, model_id="fake-e5@1")) as index:
+        index.import_vault(e5=False)
+        seen, writer = name_file.generation(index.folder), (index.folder / "writer.json").stat().st_ino
+        assert index.fill_e5() > 0  # writes the tier: a new generation and writer record
+        filled, writer_after = name_file.generation(index.folder), (index.folder / "writer.json").stat().st_ino
+        assert filled not in (None, seen) and writer_after != writer
+        assert index.fill_e5() == 0
+        assert name_file.generation(index.folder) == filled
+        assert (index.folder / "writer.json").stat().st_ino == writer_after

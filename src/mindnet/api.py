@@ -369,6 +369,8 @@ class Index:
 
         The lock is a file in the local store folder, which an importer on another machine never
         sees; a server store adds its own import lease, a record in the server (`store.lease()`).
+        An operation that wrote to the store (or to one that does not count its writes, `Store.writes`)
+        records this machine as the store's writer when it succeeds (`record_writer`).
         """
         if self._lock is None:
             from .sync import ImportLock
@@ -380,11 +382,17 @@ class Index:
                 return
             store, seen = self.store(), name_file.generation(self.folder)
             before = store.writes
+
+            def wrote() -> bool:  # a store that does not count its writes may have written
+                return before is None or store.writes != before
+
             name_file.begin_writing(self.folder)
             try:
                 yield
+                if wrote():
+                    record_writer(self.folder)
             finally:
-                if before is not None and store.writes == before and seen is not None:
+                if not wrote() and seen is not None:
                     # Nothing reached the store (a no-op import, a resident's first import): the names kept
                     # at this generation still hold, and the searcher and its title index stay.
                     name_file.end_writing(self.folder, keep=seen)
@@ -414,7 +422,6 @@ class Index:
         # store may have others.
         last = last_overview(self.folder) if not self.settings.qdrant_url and not full else None
         with self._writing(lease=not dry_run, marks=not dry_run):  # a dry run writes nothing, not even a lease
-            before = self.store().writes
             summary = import_vault(
                 self._root, self.settings, store=self.store(), embedder=self.embedder,
                 notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
@@ -426,8 +433,7 @@ class Index:
                 started = time.perf_counter()
                 summary.chunks_embedded_e5 = self._fill(tier, progress, None)
                 summary.seconds = round(summary.seconds + time.perf_counter() - started, 3)
-            if not dry_run and (before is None or self.store().writes != before):  # nothing written: same writer
-                record_writer(self.folder)
+            if not dry_run:
                 changed = summary.notes_new + summary.notes_changed + summary.notes_deleted + summary.notes_relinked
                 if changed or last is None or last.get("edges") != summary.edges:
                     record_overview(self.folder, self.overview() | {"edges": summary.edges})
@@ -465,7 +471,6 @@ class Index:
                 root = self._root
                 raise MindnetError(f"{root} is not imported yet: run `mindnet import {root}` first")
             done = self._fill(tier, progress, stop, batch_seconds)
-            record_writer(self.folder)
         return done
 
     def _fill(self, tier: Embedder, progress: Progress | None, stop: Callable[[], bool] | None,

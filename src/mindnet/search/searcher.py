@@ -216,13 +216,13 @@ class Searcher:
             chunks.setdefault(str(c.payload.get("note_id", "")), []).append(c)
         with_explain = explain and mode == "hybrid"
         shown = [(note, chunks.get(str(note.payload.get("note_id", "")), [note])[:sections]) for note in notes[:k]]
-        full = {c.chunk_id for c in self._complete([c for _, best in shown for c in best])}
-        kept = [(note, best) for note, best in ((n, [c for c in b if c.chunk_id in full]) for n, b in shown) if best]
-        out = []
-        for rank, (note, best) in enumerate(kept, 1):
-            hits = tuple(_hit(i, c, with_explain) for i, c in enumerate(best, 1))
-            out.append(NoteHit(rank, float(note.score), hits[0].note_id, hits[0].path, hits[0].title, hits,
-                               _explanation(note) if with_explain else None))
+        complete = {c.chunk_id for c in self._complete([c for _, best in shown for c in best])}
+        out: list[NoteHit] = []
+        for note, best in shown:
+            hits = tuple(_hit(i, c, with_explain) for i, c in enumerate((c for c in best if c.chunk_id in complete), 1))
+            if hits:  # a note whose chunks are all gone since the lists were read is left out
+                out.append(NoteHit(len(out) + 1, float(note.score), hits[0].note_id, hits[0].path, hits[0].title,
+                                   hits, _explanation(note) if with_explain else None))
         return out
 
     def _rank_notes(self, cands: list[_Cand], lists: CandidateLists | None, mode: Mode) -> list[_Cand]:
