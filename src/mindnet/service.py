@@ -35,6 +35,11 @@ log = logging.getLogger("mindnet.serve")
 E5_BATCH_SECONDS = 0.1
 """How long one e5 batch of the background fill should take: a saved note's import waits for the
 batch in flight, and a save should be searchable within a second (issue 26)."""
+AFTER_READY_GRACE = 0.3
+"""Seconds a resident leaves to the first requests once it says ready before its own background work
+(the catch-up import, the writer's models) starts: both hold Python's lock, and a client that waited for
+ready (an agent's first tool call) asks at once. A save in that spell is imported after it."""
+
 EDITOR_TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".temp", ".bak", "~", ".crswap", ".part", ".kate-swp")
 """Files editors write beside a note while saving (vim, Kate, Chrome, rsync); never a note change."""
 EDITOR_TEMP_NAMES = frozenset({"4913", ".DS_Store"})
@@ -199,7 +204,8 @@ class Resident:
 
         A vault with no store yet waits for the first import, which makes it; a failure is reported
         in the state and the log, and the server is ready anyway (searches then load lazily).
-        `on_ready` is called once ready, before the writer's models load.
+        `on_ready` is called once ready; the catch-up import and the writer's models wait
+        `AFTER_READY_GRACE` after it.
         """
         from .preload import preload_models
 
@@ -217,10 +223,13 @@ class Resident:
         finally:
             self.state.ready = True
             self._warm.set()
-            self._writes_allowed.set()
         try:
-            if on_ready is not None:
-                on_ready()
+            try:
+                if on_ready is not None:
+                    on_ready()
+                self._stop.wait(AFTER_READY_GRACE)  # the first requests before the writer's work
+            finally:
+                self._writes_allowed.set()
             self._warm_writes()
         finally:
             self._warmed.set()
