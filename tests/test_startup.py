@@ -171,6 +171,43 @@ def use_models(tmp_path_factory: pytest.TempPathFactory) -> tuple[UseEmbedder, U
     return cached, built
 
 
+def _mapping_kb(address: int) -> tuple[int, int]:
+    """(size, resident) KB of the mapping of this process that holds `address` (Linux's /proc/self/smaps)."""
+    size = rss = -1
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and not fields[0].endswith(":"):
+            low, high = (int(x, 16) for x in fields[0].split("-"))
+            inside = low <= address < high
+        elif inside and fields[0] == "Size:":
+            size = int(fields[1])
+        elif inside and fields[0] == "Rss:":
+            rss = int(fields[1])
+    return size, rss
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads Linux's /proc/self/smaps")
+def test_a_resident_model_pages_its_mapped_table_in_whole(use_models: tuple[UseEmbedder, UseEmbedder]) -> None:
+    """`keep_resident` (a server's warm-up, issue 27): a table mapped from the cache folder, which a query reads a
+    few rows of, is in memory whole afterwards."""
+    import mmap
+
+    from mindnet import use_fast
+
+    cached, _ = use_models
+    cached.embed_query("ein Wort")
+    table = cached._fast()._table
+    mapped = next(f[use_fast.TABLE_FILE] for f in use_fast._PREPARED.values()
+                  if isinstance(f[use_fast.TABLE_FILE], mmap.mmap))
+    mapped.madvise(mmap.MADV_DONTNEED)  # as a long-lived process starts: no page of it read yet (a new
+    # folder's first load reads it whole for its checksum)
+    size, before = _mapping_kb(table.ctypes.data)
+    assert size >= 60_000 and before < 0.1 * size  # 65 MB mapped from the cache folder, none of it in memory
+    cached.keep_resident()
+    assert _mapping_kb(table.ctypes.data)[1] >= 0.98 * size
+
+
 TEXTS = st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300), min_size=1,
                  max_size=6)
 

@@ -232,6 +232,8 @@ def build_sentence_graph(w: dict[str, np.ndarray]) -> bytes:
 GRAPH_FORMAT = 1
 """Version of what `build_files` makes; a change to either graph builder must raise it, so cached
 files of the old builder are never loaded (they are rebuilt)."""
+_PAGE_BYTES = 4096
+"""A memory page: `OnnxUse.page_in` touches one byte in each."""
 VOCAB_FILE, SENTENCES_FILE, TABLE_FILE, DEQUANT_FILE = "vocab.onnx", "sentences.onnx", "table.u8", "dequant.f32"
 
 
@@ -495,6 +497,15 @@ class OnnxUse:
         self._scale, self._offset = np.frombuffer(files[DEQUANT_FILE], dtype=np.float32).reshape(2, _BLOCKS)
         self._graphs = (files[VOCAB_FILE], files[SENTENCES_FILE])
         self.cache = TokenCache(len(self._table), cache_ids)
+
+    def page_in(self) -> None:
+        """Read one byte of every page of the embedding table, so that a mapped table is resident whole.
+
+        A long-lived process calls it once (`Embedder.keep_resident`): otherwise each new word it embeds
+        maps one more page of the 65 MB table, and its memory creeps up for as long as it runs (issue 27).
+        """
+        flat = self._table.reshape(-1)
+        int(flat[::_PAGE_BYTES].sum(dtype=np.uint64))
 
     def sessions(self, threads: int) -> tuple[Any, Any]:
         """The (vocab, sentence) onnxruntime sessions with `threads` intra-op threads, opened once per
