@@ -112,6 +112,31 @@ def test_a_full_token_cache_changes_nothing(fast: UseEmbedder) -> None:
     assert np.allclose(empty.embed(texts), first, atol=1e-5) and empty.cache.used == 0
 
 
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(sample=st.lists(st.sampled_from([*EDGE_TEXTS, "Teams Teams Teams", "Dateien teilen", "Kanäle und Teams"]),
+                       max_size=6),
+       capacity=st.integers(0, 40), texts=st.lists(st.sampled_from([*EDGE_TEXTS, "Teams planen"]), min_size=1,
+                                                   max_size=4))
+def test_a_cache_warmed_from_a_sample_keeps_its_most_frequent_ids_and_changes_no_vector(
+        fast: UseEmbedder, sample: list[str], capacity: int, texts: list[str]) -> None:
+    """`warm_cache` (a resident's warm-up, issue 27): the sample's ids by frequency, as many as there is room
+    for, and every vector as without it."""
+    from collections import Counter
+
+    from mindnet.use_fast import OnnxUse
+
+    warmed = OnnxUse(fast._tokenizer(), cache_ids=capacity)  # type: ignore[arg-type]
+    added = warmed.warm_cache(sample)
+    counts = Counter(i for ids in warmed.token_ids(sample) for i in ids) if sample else Counter()
+    assert added == warmed.cache.used == min(capacity, len(counts))
+    kept = {i for i in counts if warmed.cache.slot[i]}
+    if kept and len(kept) < len(counts):
+        assert min(counts[i] for i in kept) >= max(counts[i] for i in counts if i not in kept)
+    assert warmed.warm_cache(sample) == 0  # nothing twice
+    plain = OnnxUse(fast._tokenizer(), cache_ids=0)  # type: ignore[arg-type]
+    assert np.allclose(warmed.embed(texts), plain.embed(texts), atol=1e-5)
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(picks=st.lists(st.integers(0, len(EDGE_TEXTS) + 3), min_size=1, max_size=10),
        group=st.integers(1, 400), capacity=st.integers(0, 12))

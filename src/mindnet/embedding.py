@@ -100,11 +100,13 @@ class Embedder(ABC):
         """
         return None
 
-    def keep_resident(self) -> None:
-        """Make the model's mapped files resident whole, for a process that embeds for hours (a server).
+    def keep_resident(self, texts: Sequence[str] = ()) -> None:
+        """Load now, whole, what the model would otherwise load a word at a time, for a process that embeds
+        for hours (a server): its mapped files, and what it computes per word for `texts` (a sample of
+        what it will embed: its store's chunks) where it keeps that.
 
-        Such a process would otherwise page them in a word at a time, its memory growing with every new
-        word it meets (issue 27); a one-off command never calls it. Nothing to do for a model held in memory.
+        Such a process otherwise grows a little with every new word a save or a query brings (issue 27);
+        a one-off command never calls it. No vector changes. Nothing to do for a model held in memory.
         """
         return None
 
@@ -364,10 +366,14 @@ class UseEmbedder(LocalEmbedder):
         if self.engine == "onnx":
             self._fast(tokenizer)
 
-    def keep_resident(self) -> None:
-        """The onnx engine's embedding table (65 MB, mapped from the cache folder) paged in whole."""
+    def keep_resident(self, texts: Sequence[str] = ()) -> None:
+        """The onnx engine's embedding table (65 MB, mapped from the cache folder) paged in whole, and its
+        token cache filled with the words `texts` use most (sentencepiece loads for them)."""
         if self.engine == "onnx":
-            self._fast().page_in()
+            engine = self._fast(self._tokenizer() if texts else None)
+            engine.page_in()
+            added = engine.warm_cache(texts, self._choose_threads()) if texts else 0
+            log.debug("USE kept resident: table paged in, %d ids added to the token cache", added)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
         out = np.empty((len(texts), _USE_DIM), dtype=np.float32)
@@ -675,8 +681,8 @@ class WrappedEmbedder(Embedder):
     def prepare(self) -> None:
         self.inner.prepare()
 
-    def keep_resident(self) -> None:
-        self.inner.keep_resident()
+    def keep_resident(self, texts: Sequence[str] = ()) -> None:
+        self.inner.keep_resident(texts)
 
 
 class CachedEmbedder(WrappedEmbedder):

@@ -237,13 +237,13 @@ class Resident:
     def _warm_writes(self) -> None:
         """After ready: what the writer will load, loaded now (the chunker and sentencepiece for a save, the
         e5 model for the fill), so that the first save and the first fill batch do not wait for it; and the
-        default model's mapped table made resident, so that the server's memory does not creep up with
-        every new word a save or a query brings (issue 27)."""
+        default model made resident whole (`Index.keep_resident`), so that the server's memory does not creep
+        up with every new word a save or a query brings (issue 27)."""
         try:
-            if not self._stop.is_set():
-                self.index.embedder.keep_resident()  # new words would page the table in bit by bit
             if self._watch and not self._stop.is_set():
                 self.index.prepare_import()
+            if not self._stop.is_set():
+                self.index.keep_resident(sample=self._watch)  # new words would grow it bit by bit
             if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
                 tier = self.index.e5_embedder()
                 if tier is not None:

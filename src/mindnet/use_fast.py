@@ -232,6 +232,8 @@ def build_sentence_graph(w: dict[str, np.ndarray]) -> bytes:
 GRAPH_FORMAT = 1
 """Version of what `build_files` makes; a change to either graph builder must raise it, so cached
 files of the old builder are never loaded (they are rebuilt)."""
+_WARM_IDS = 256
+"""Ids per vocab graph run when `OnnxUse.warm_cache` fills the token cache (an import's group runs ~2,000)."""
 _PAGE_BYTES = 4096
 """A memory page: `OnnxUse.page_in` touches one byte in each."""
 VOCAB_FILE, SENTENCES_FILE, TABLE_FILE, DEQUANT_FILE = "vocab.onnx", "sentences.onnx", "table.u8", "dequant.f32"
@@ -497,6 +499,29 @@ class OnnxUse:
         self._scale, self._offset = np.frombuffer(files[DEQUANT_FILE], dtype=np.float32).reshape(2, _BLOCKS)
         self._graphs = (files[VOCAB_FILE], files[SENTENCES_FILE])
         self.cache = TokenCache(len(self._table), cache_ids)
+
+    def warm_cache(self, texts: Sequence[str], threads: int = 1) -> int:
+        """Fill the token cache's free rows with the ids `texts` use most, most frequent first; the number
+        of ids added.
+
+        A long-lived process that will embed this vault's notes calls it with a sample of them
+        (`Embedder.keep_resident`): its cache then holds the vault's common words from the start, so the
+        first saves find them computed, and its memory (13 KB a row) is committed now rather than a
+        little more with every save (issue 27). The rows are those an embedding would keep (the same
+        vocab graph run), so no vector changes.
+        """
+        room = self.cache.capacity - self.cache.used
+        if room <= 0 or not texts or self.tokenizer is None:
+            return 0
+        counts = np.bincount(np.fromiter(chain.from_iterable(self.token_ids(texts)), dtype=np.int64),
+                             minlength=len(self._table))
+        counts[self.cache.slot != 0] = 0  # already kept
+        wanted = np.argsort(-counts, kind="stable")[:room]
+        wanted = wanted[counts[wanted] > 0]
+        vocab, _ = self.sessions(threads)
+        for start in range(0, len(wanted), _WARM_IDS):  # small runs: onnxruntime's arena keeps its largest
+            self._lookup(vocab, wanted[start:start + _WARM_IDS])
+        return len(wanted)
 
     def page_in(self) -> None:
         """Read one byte of every page of the embedding table, so that a mapped table is resident whole.
