@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mindnet.errors import StoreError
 from mindnet.store import (
@@ -440,6 +442,35 @@ def test_edge_bulk_writes_settle_into_immutable_segments(tmp_path, monkeypatch: 
     assert immutable, "edges stayed in appendable segments: the optimiser never indexed them"
     with EdgeStore(path, prefix="v") as store:
         assert store.count("edges", Filter.all(Equals("kind", "references"))) == 1000
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 60), min_size=1, max_size=25)),
+                      min_size=1, max_size=12))
+def test_an_unfiltered_count_is_the_number_of_live_points(tmp_path_factory, monkeypatch: pytest.MonkeyPatch,
+                                                          steps: list[tuple[bool, list[int]]]) -> None:
+    """EdgeStore counts a whole collection from Edge's estimate (no id is read, issue 27): through upserts of
+    new and existing ids, deletes of present and absent ones and settles into immutable segments, it is the
+    exact count, and the number of ids the writes left."""
+    import mindnet.store.embedded as embedded
+
+    monkeypatch.setattr(embedded, "SETTLE_POINTS", 40)
+    monkeypatch.setattr(embedded, "MARKER_INDEXING_KB", 1)
+    live: set[int] = set()
+    with EdgeStore(tmp_path_factory.mktemp("count") / "s") as store:
+        store.ensure(SCHEMA)
+        for upsert, ids in steps:
+            if upsert:
+                store.upsert("edges", [PointRecord(f"e{i}", {"note_id": f"n{i % 7}", "kind": "references"})
+                                       for i in ids])
+                live |= set(ids)
+            else:
+                store.delete_ids("edges", [f"e{i}" for i in ids])
+                live -= set(ids)
+            assert store.count("edges") == len(live)
+            assert store.count("edges", Filter.all(Equals("kind", "references"))) == len(live)  # exact, filtered
+        store.optimize()
+        assert store.count("edges") == len(live)
 
 
 def test_data_without_meta_is_refused(tmp_path) -> None:

@@ -244,6 +244,7 @@ class Resident:
                 self.index.prepare_import()
             if not self._stop.is_set():
                 self.index.keep_resident(sample=self._watch)  # new words would grow it bit by bit
+                self.index.release_memory()  # what reading the sample held
             if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
                 tier = self.index.e5_embedder()
                 if tier is not None:

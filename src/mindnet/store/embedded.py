@@ -289,7 +289,10 @@ class EdgeStore(Store):
         return [_stored(collection, r.payload, _own(r.vector) if with_vectors else None) for r in records], nxt
 
     def _count(self, collection: str, flt: Filter | None) -> int:
-        return self._shard(collection).count(qe.CountRequest(exact=True, filter=_edge_filter(flt)))
+        # Without a filter, Edge's estimate is each segment's number of live points: the exact figure, in
+        # 0.2 ms. Its exact count reads every id instead: 100 ms and ~30 MB of a resident's memory for the
+        # 735k edges of 30,000 notes, at the end of every import (issue 27).
+        return self._shard(collection).count(qe.CountRequest(exact=flt is not None, filter=_edge_filter(flt)))
 
     def _facet(self, collection: str, key: str, limit: int) -> dict[str, int]:
         hits = self._shard(collection).facet(qe.FacetRequest(key, limit=limit, exact=True)).hits
