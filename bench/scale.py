@@ -102,6 +102,7 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
     try:
         server.ready()
         server.wait_idle(1)
+        server.warmed()
         searches(server, 1)  # every code path of a search has run once
         parts = server.rss_parts_mb()
         out = {"rss_warm_mb": parts["VmRSS"], "rss_anon_warm_mb": parts.get("RssAnon", float("nan")),

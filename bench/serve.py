@@ -74,6 +74,11 @@ class Served:
         while self.get("/api/health").get("status") != "ok":
             time.sleep(0.2)
 
+    def warmed(self) -> None:
+        """Until the server's whole warm-up is over (its status says `warmed`): what it loads after ready too."""
+        while not self.get("/api/status")["resident"].get("warmed", True):
+            time.sleep(0.2)
+
     def imports(self) -> int:
         """Imports the server has finished."""
         return int(self.get("/api/status")["resident"]["imports"])

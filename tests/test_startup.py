@@ -415,8 +415,12 @@ def test_health_says_starting_until_the_resident_is_warm(tmp_path: Path, monkeyp
     try:
         assert asyncio.run(_get(app, "/api/health"))["status"] == "starting"
         assert not resident.wait_ready(0)
-        resident.warm_up()  # waits for the first import (no store yet), then searches once
+        assert asyncio.run(_get(app, "/api/status"))["resident"]["warmed"] is False
+        said: list[bool] = []
+        resident.warm_up(lambda: said.append(resident.state.warmed))  # waits for the first import, searches once
         assert resident.wait_ready(0) and asyncio.run(_get(app, "/api/health"))["status"] == "ok"
+        assert said == [False]  # ready before the writer's part of the warm-up; warmed once that is over too
+        assert asyncio.run(_get(app, "/api/status"))["resident"]["warmed"] is True
         assert resident.index.has_store() and resident.index._searcher is not None
     finally:
         resident.stop()

@@ -53,6 +53,9 @@ class ResidentState:
     started: float = field(default_factory=time.time)
     ready: bool = True
     """False while `Resident.warm_up` loads what a first search needs (`/api/health` says "starting")."""
+    warmed: bool = True
+    """False until the whole warm-up is over: after ready, the writer's models and what `Index.keep_resident`
+    loads (a bench reads a server's settled memory after it)."""
     watching: bool = False
     last_event: str | None = None
     """The last change the watcher saw, e.g. `modified concepts/rrf.md (+2 more)`."""
@@ -68,7 +71,8 @@ class ResidentState:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "started": self.started, "ready": self.ready, "watching": self.watching, "last_event": self.last_event,
+            "started": self.started, "ready": self.ready, "warmed": self.warmed, "watching": self.watching,
+            "last_event": self.last_event,
             "last_event_at": self.last_event_at, "importing": self.importing, "imports": self.imports,
             "last_import": self.last_import, "last_error": self.last_error,
             "e5": {"enabled": self.e5_enabled, "done": self.e5_done, "total": self.e5_total,
@@ -194,7 +198,7 @@ class Resident:
 
     def begin_warm_up(self) -> None:
         """Say "starting" (`state.ready`, `wait_ready`) until `warm_up` has run; call it before its thread starts."""
-        self.state.ready = False
+        self.state.ready = self.state.warmed = False
         self._warm.clear()
         self._warmed.clear()
         self._writes_allowed.clear()
@@ -232,6 +236,7 @@ class Resident:
                 self._writes_allowed.set()
             self._warm_writes()
         finally:
+            self.state.warmed = True
             self._warmed.set()
 
     def _warm_writes(self) -> None:
