@@ -133,6 +133,8 @@ def test_a_cache_warmed_from_a_sample_keeps_its_most_frequent_ids_and_changes_no
     if kept and len(kept) < len(counts):
         assert min(counts[i] for i in kept) >= max(counts[i] for i in counts if i not in kept)
     assert warmed.warm_cache(sample) == 0  # nothing twice
+    stopped = OnnxUse(fast._tokenizer(), cache_ids=capacity)  # type: ignore[arg-type]
+    assert stopped.warm_cache(sample, stop=lambda: True) == stopped.cache.used == 0  # an import waits
     plain = OnnxUse(fast._tokenizer(), cache_ids=0)  # type: ignore[arg-type]
     assert np.allclose(warmed.embed(texts), plain.embed(texts), atol=1e-5)
 

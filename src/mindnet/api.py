@@ -759,11 +759,12 @@ class Index:
         self.embedder.prepare()
         chunk_note(note_from_text(WARM_UP_NOTE, self.settings, "warm-up.md"), self.settings)
 
-    def keep_resident(self, *, sample: bool) -> None:
+    def keep_resident(self, *, sample: bool, stop: Callable[[], bool] | None = None) -> None:
         """Load whole what the default model would otherwise load a word at a time (`Embedder.keep_resident`),
         for a resident process; with `sample`, one that will import this vault's saves, also what it
-        computes per word for the words of a sample of its notes (`_sample_texts`)."""
-        self.embedder.keep_resident(self._sample_texts() if sample else [])
+        computes per word for the words of a sample of its notes (`_sample_texts`). `stop()`: an import
+        waits, and what is left loads as it is needed."""
+        self.embedder.keep_resident(self._sample_texts() if sample else [], stop)
 
     def _sample_texts(self) -> list[str]:
         """The bodies of up to `WARM_SAMPLE_NOTES` notes spread over the vault, `WARM_SAMPLE_CHARS` in all, read

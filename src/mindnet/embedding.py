@@ -100,13 +100,14 @@ class Embedder(ABC):
         """
         return None
 
-    def keep_resident(self, texts: Sequence[str] = ()) -> None:
+    def keep_resident(self, texts: Sequence[str] = (), stop: Callable[[], bool] | None = None) -> None:
         """Load now, whole, what the model would otherwise load a word at a time, for a process that embeds
         for hours (a server): its mapped files, and what it computes per word for `texts` (a sample of
         what it will embed: its store's chunks) where it keeps that.
 
         Such a process otherwise grows a little with every new word a save or a query brings (issue 27);
         a one-off command never calls it. No vector changes. Nothing to do for a model held in memory.
+        `stop()` says that work waits (an import): what is left is then left to be loaded as it is needed.
         """
         return None
 
@@ -366,13 +367,13 @@ class UseEmbedder(LocalEmbedder):
         if self.engine == "onnx":
             self._fast(tokenizer)
 
-    def keep_resident(self, texts: Sequence[str] = ()) -> None:
+    def keep_resident(self, texts: Sequence[str] = (), stop: Callable[[], bool] | None = None) -> None:
         """The onnx engine's embedding table (65 MB, mapped from the cache folder) paged in whole, and its
         token cache filled with the words `texts` use most (sentencepiece loads for them)."""
         if self.engine == "onnx":
             engine = self._fast(self._tokenizer() if texts else None)
             engine.page_in()
-            added = engine.warm_cache(texts, self._choose_threads()) if texts else 0
+            added = engine.warm_cache(texts, self._choose_threads(), stop) if texts else 0
             log.debug("USE kept resident: table paged in, %d ids added to the token cache", added)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:
@@ -681,8 +682,8 @@ class WrappedEmbedder(Embedder):
     def prepare(self) -> None:
         self.inner.prepare()
 
-    def keep_resident(self, texts: Sequence[str] = ()) -> None:
-        self.inner.keep_resident(texts)
+    def keep_resident(self, texts: Sequence[str] = (), stop: Callable[[], bool] | None = None) -> None:
+        self.inner.keep_resident(texts, stop)
 
 
 class CachedEmbedder(WrappedEmbedder):

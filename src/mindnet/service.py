@@ -247,13 +247,17 @@ class Resident:
         try:
             if self._watch and not self._stop.is_set():
                 self.index.prepare_import()
-            if not self._stop.is_set():
-                self.index.keep_resident(sample=self._watch)  # new words would grow it bit by bit
-                self.index.release_memory()  # what reading the sample held
             if self.state.e5_enabled and not self._stop.is_set() and not self.index.e5_complete():
                 tier = self.index.e5_embedder()
                 if tier is not None:
                     tier.prepare()
+            first = self._first
+            while first is not None and not first.done() and not self._stop.wait(0.05):
+                pass  # the catch-up import first: the two would only slow each other
+            if not self._stop.is_set():
+                self.index.keep_resident(sample=self._watch,  # new words would grow it bit by bit
+                                         stop=lambda: self._yield_to_imports() or self.state.importing)
+                self.index.release_memory()  # what reading the sample held
         except Exception:
             log.debug("warming the writer's models failed", exc_info=True)
 

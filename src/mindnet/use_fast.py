@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
@@ -500,7 +500,7 @@ class OnnxUse:
         self._graphs = (files[VOCAB_FILE], files[SENTENCES_FILE])
         self.cache = TokenCache(len(self._table), cache_ids)
 
-    def warm_cache(self, texts: Sequence[str], threads: int = 1) -> int:
+    def warm_cache(self, texts: Sequence[str], threads: int = 1, stop: Callable[[], bool] | None = None) -> int:
         """Fill the token cache's free rows with the ids `texts` use most, most frequent first; the number
         of ids added.
 
@@ -508,7 +508,8 @@ class OnnxUse:
         (`Embedder.keep_resident`): its cache then holds the vault's common words from the start, so the
         first saves find them computed, and its memory (13 KB a row) is committed now rather than a
         little more with every save (issue 27). The rows are those an embedding would keep (the same
-        vocab graph run), so no vector changes.
+        vocab graph run), so no vector changes. `stop()` (an import waiting) ends it between two runs: the
+        cache then fills as before, from what is embedded.
         """
         room = self.cache.capacity - self.cache.used
         if room <= 0 or not texts or self.tokenizer is None:
@@ -519,9 +520,12 @@ class OnnxUse:
         wanted = np.argsort(-counts, kind="stable")[:room]
         wanted = wanted[counts[wanted] > 0]
         vocab, _ = self.sessions(threads)
+        before = self.cache.used
         for start in range(0, len(wanted), _WARM_IDS):  # small runs: onnxruntime's arena keeps its largest
+            if stop is not None and stop():
+                break
             self._lookup(vocab, wanted[start:start + _WARM_IDS])
-        return len(wanted)
+        return self.cache.used - before
 
     def page_in(self) -> None:
         """Read one byte of every page of the embedding table, so that a mapped table is resident whole.
