@@ -103,7 +103,7 @@ class Embedder(ABC):
     def keep_resident(self, texts: Sequence[str] = (), stop: Callable[[], bool] | None = None) -> None:
         """Load now, whole, what the model would otherwise load a word at a time, for a process that embeds
         for hours (a server): its mapped files, and what it computes per word for `texts` (a sample of
-        what it will embed: its store's chunks) where it keeps that.
+        what it will embed: some of its vault's notes) where it keeps that.
 
         Such a process otherwise grows a little with every new word a save or a query brings (issue 27);
         a one-off command never calls it. No vector changes. Nothing to do for a model held in memory.
