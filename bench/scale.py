@@ -202,10 +202,12 @@ def main() -> None:
           f"search p50 x{large['search_p50_ms'] / small['search_p50_ms']:.2f}, "
           f"import s/note x{(large['import_s'] / large['notes']) / (small['import_s'] / small['notes']):.2f}")
     if "rss_edits_mb" in large:
-        drift = (large["rss_edits_max_mb"] - large["rss_edits_min_mb"]) / large["rss_warm_mb"] * 100
-        print(f"serve RSS over {args.edits} edits at {large['notes']}: {large['rss_warm_mb']:.0f} MB warm, "
+        warm = large["rss_warm_mb"]
+        drift = (large["rss_edits_max_mb"] - large["rss_edits_min_mb"]) / warm * 100
+        low, high = ((large[k] - warm) / warm * 100 for k in ("rss_edits_min_mb", "rss_edits_max_mb"))
+        print(f"serve RSS over {args.edits} edits at {large['notes']}: {warm:.0f} MB warm, "
               f"{large['rss_edits_min_mb']:.0f}..{large['rss_edits_max_mb']:.0f} MB after each round "
-              f"({drift:.1f} % of warm)")
+              f"({low:+.1f}..{high:+.1f} % of warm; spread over the rounds {drift:.1f} % of warm)")
     print("finished:", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load {os.getloadavg()[0]:.1f}")
     (args.work / "scale.json").write_text(json.dumps({"models_mb": models, "models": own, "uncached": uncached,
                                                       "rows": rows},
