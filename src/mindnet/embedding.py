@@ -100,10 +100,12 @@ class Embedder(ABC):
         """
         return None
 
-    def keep_resident(self, texts: Sequence[str] = (), stop: Callable[[], bool] | None = None) -> None:
+    def keep_resident(self, sample: Callable[[], Sequence[str]] | None = None,
+                      stop: Callable[[], bool] | None = None) -> None:
         """Load now, whole, what the model would otherwise load a word at a time, for a process that embeds
-        for hours (a server): its mapped files, and what it computes per word for `texts` (a sample of
-        what it will embed: some of its vault's notes) where it keeps that.
+        for hours (a server): its mapped files, and what it computes per word for the texts `sample()` gives
+        (some of what it will embed: a few hundred of its vault's notes), where it keeps that; a model that
+        keeps nothing per word never asks for them.
 
         Such a process otherwise grows a little with every new word a save or a query brings (issue 27);
         a one-off command never calls it. No vector changes. Nothing to do for a model held in memory.
@@ -367,10 +369,12 @@ class UseEmbedder(LocalEmbedder):
         if self.engine == "onnx":
             self._fast(tokenizer)
 
-    def keep_resident(self, texts: Sequence[str] = (), stop: Callable[[], bool] | None = None) -> None:
+    def keep_resident(self, sample: Callable[[], Sequence[str]] | None = None,
+                      stop: Callable[[], bool] | None = None) -> None:
         """The onnx engine's embedding table (65 MB, mapped from the cache folder) paged in whole, and its
-        token cache filled with the words `texts` use most (sentencepiece loads for them)."""
+        token cache filled with the words the sample uses most (sentencepiece loads for them)."""
         if self.engine == "onnx":
+            texts = sample() if sample is not None else ()
             engine = self._fast(self._tokenizer() if texts else None)
             engine.page_in()
             added = engine.warm_cache(texts, self._choose_threads(), stop) if texts else 0
@@ -682,8 +686,9 @@ class WrappedEmbedder(Embedder):
     def prepare(self) -> None:
         self.inner.prepare()
 
-    def keep_resident(self, texts: Sequence[str] = (), stop: Callable[[], bool] | None = None) -> None:
-        self.inner.keep_resident(texts, stop)
+    def keep_resident(self, sample: Callable[[], Sequence[str]] | None = None,
+                      stop: Callable[[], bool] | None = None) -> None:
+        self.inner.keep_resident(sample, stop)
 
 
 class CachedEmbedder(WrappedEmbedder):
