@@ -12,7 +12,7 @@ from fakes import make_chunk, make_note
 from mindnet.chunking.base import Chunk
 from mindnet.config import Settings, load_settings
 from mindnet.points import embedding_input, lexical_input
-from mindnet.retrieval_text import retrieval_text
+from mindnet.retrieval_text import MEMO_CHARS, _reduced, forget_retrieval_texts, retrieval_text
 
 
 @pytest.mark.parametrize(("text", "expected"), [
@@ -99,3 +99,14 @@ def _chunk(body: str) -> Chunk:
 
 def settings_with_prefix() -> Settings:
     return load_settings(overrides={"embed_title_prefix": True})
+
+
+@settings(max_examples=200, deadline=None)
+@given(_MARKDOWNISH, st.integers(0, 2))
+def test_a_remembered_text_reads_as_a_fresh_one(text: str, repeat: int) -> None:
+    """The memo changes no answer: short texts (remembered), texts past `MEMO_CHARS` (not), asked again."""
+    long = text * (MEMO_CHARS // max(1, len(text)) + 1) if repeat == 2 else text
+    for _ in range(2):
+        assert retrieval_text(long) == _reduced(long)
+    forget_retrieval_texts()
+    assert retrieval_text(long) == _reduced(long)

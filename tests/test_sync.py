@@ -105,9 +105,12 @@ def differences(got: dict[str, dict[str, dict[str, Any]]], want: dict[str, dict[
 
 
 def test_second_import_embeds_nothing_and_writes_nothing(vault: Path) -> None:
+    from mindnet.retrieval_text import _remembered
+
     first, model = run(vault)
     assert (first.notes_new, first.notes_failed) == (17, 0)
     assert first.chunks_embedded + first.windows_embedded == model.calls > first.chunks_embedded > 0
+    assert _remembered.cache_info().currsize == 0  # the import forgot the texts it reduced
     second, model = run(vault)
     assert second.notes_unchanged == 17
     assert (second.notes_new, second.notes_changed, second.notes_deleted) == (0, 0, 0)
@@ -715,6 +718,32 @@ def test_the_overlap_is_decided_once_at_the_first_batch() -> None:
             pipeline.close()
         assert asked == [cores] and pipeline.ahead == expected
         assert [int(b.texts[0]) for b in done] == [0, 1, 2, 3]
+
+
+@given(ahead=st.integers(0, 3), before=st.sampled_from([0.0001, 0.005, 0.01]))
+@hyp_settings(max_examples=12, deadline=None)
+def test_an_overlapped_import_shortens_the_switch_interval_and_puts_it_back(ahead: int, before: float) -> None:
+    import sys
+
+    from mindnet.sync import OVERLAP_SWITCH_INTERVAL, EmbedAhead, _Batch
+
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(before)
+    try:
+        pipeline = EmbedAhead(_Recorder(fail_at=None), ahead)
+        try:
+            pipeline.put(_Batch(texts=["0"]))
+            during = sys.getswitchinterval()
+            list(pipeline.drain())
+        finally:
+            pipeline.close()
+        pipeline.close()  # a second close (the writer's, then the importer's) changes nothing more
+        after = sys.getswitchinterval()
+    finally:
+        sys.setswitchinterval(previous)
+    # Python keeps the interval in whole microseconds (0.0001 reads back as 9.9e-05)
+    assert during == pytest.approx(min(before, OVERLAP_SWITCH_INTERVAL) if ahead else before, abs=2e-6)
+    assert after == pytest.approx(before, abs=2e-6)
 
 
 def test_free_cores_take_the_interval_over_a_trailing_load_average(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -160,6 +160,16 @@ def test_groups_of_passes_and_a_small_cache_change_no_vector(fast: UseEmbedder, 
     assert np.allclose(rows, alone, atol=1e-5)
 
 
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.sampled_from([*EDGE_TEXTS, "Emoji 🎉🎉🎉 " * 40, "wort " * 9000, "🎉" * 9000]),
+                      min_size=1, max_size=6))
+def test_ids_tokenised_once_are_the_ids_of_the_capped_texts(fast: UseEmbedder, picks: list[str]) -> None:
+    """`_capped_ids` (one sentencepiece pass per text) gives exactly the ids of the texts capped first:
+    texts far under the cap, texts with unknown characters counted per code point, and texts over it."""
+    engine = fast._fast(fast._tokenizer())
+    assert embedding._capped_ids(engine, picks) == engine.token_ids([embedding._capped(t) for t in picks])
+
+
 def test_packaged_fallback_without_onnxruntime(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(embedding, "_onnx_available", lambda: False)
     assert UseEmbedder().engine == "packaged"

