@@ -262,6 +262,29 @@ def test_fixed_threads_are_kept(fast: UseEmbedder) -> None:
     assert 1 <= UseEmbedder().threads <= (embedding.os.cpu_count() or 1)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_prepared_for_batches_the_first_pass_opens_no_session(threads: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An import's start-up thread opens the sessions of the first pass (`prepare_batches`): the pass finds them."""
+    import mindnet.use_fast as use_fast
+
+    model = UseEmbedder(threads=threads, engine="onnx")
+    model.prepare_batches()
+    graphs = model._fast()._graphs
+    assert (id(graphs[0]), id(graphs[1]), threads) in use_fast._SESSIONS
+    import onnxruntime
+
+    opened: list[int] = []
+    original = onnxruntime.InferenceSession
+
+    def counting(*args: object, **kwargs: object) -> object:
+        opened.append(1)
+        return original(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", counting)
+    assert model.embed_passages(["eins", "zwei drei"]).shape == (2, 512)
+    assert not opened
+
+
 @pytest.fixture(scope="module")
 def chunk_pool() -> list[str]:
     """Distinct corpus chunks of many lengths (a few tokens to the profile's maximum)."""

@@ -100,6 +100,11 @@ class Embedder(ABC):
         """
         return None
 
+    def prepare_batches(self) -> None:
+        """`prepare`, and what a batch of passages needs beyond it (an engine's sessions at the thread count of
+        the next pass): an import calls it on its start-up thread, a process that only searches never does."""
+        self.prepare()
+
     def keep_resident(self, sample: Callable[[], Sequence[str]] | None = None,
                       stop: Callable[[], bool] | None = None) -> None:
         """Load now, whole, what the model would otherwise load a word at a time, for a process that embeds
@@ -368,6 +373,13 @@ class UseEmbedder(LocalEmbedder):
         tokenizer = self._tokenizer()
         if self.engine == "onnx":
             self._fast(tokenizer)
+
+    def prepare_batches(self) -> None:
+        """`prepare`, and the onnx sessions of the next pass's thread count opened (0.1 s before a cold
+        import's first batch, on its critical path, when the first pass opened them)."""
+        self.prepare()
+        if self.engine == "onnx":
+            self._fast().sessions(self._choose_threads())
 
     def keep_resident(self, sample: Callable[[], Sequence[str]] | None = None,
                       stop: Callable[[], bool] | None = None) -> None:
@@ -704,6 +716,9 @@ class WrappedEmbedder(Embedder):
 
     def prepare(self) -> None:
         self.inner.prepare()
+
+    def prepare_batches(self) -> None:
+        self.inner.prepare_batches()
 
     def keep_resident(self, sample: Callable[[], Sequence[str]] | None = None,
                       stop: Callable[[], bool] | None = None) -> None:

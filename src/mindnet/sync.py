@@ -776,7 +776,7 @@ class _Warmup:
 
     def _prepare(self) -> None:
         with contextlib.suppress(Exception):  # raised again, and reported, by the first embedding
-            self.embedder.prepare()
+            self.embedder.prepare_batches()
 
     def join(self) -> None:
         if self._thread is not None:
