@@ -423,7 +423,7 @@ class UseEmbedder(LocalEmbedder):
         ids = self._query_ids(text)
         if ids is None:
             fast = self._fast(self._tokenizer())
-            ids = fast.token_ids([_capped(text)])[0]
+            ids = _capped_ids(fast, [text])[0]
         else:
             fast = self._fast()
         self.calls += 1
