@@ -161,6 +161,37 @@ def test_groups_of_passes_and_a_small_cache_change_no_vector(fast: UseEmbedder, 
     assert np.allclose(rows, alone, atol=1e-5)
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(picks=st.lists(st.integers(0, len(EDGE_TEXTS) + 3), min_size=2, max_size=24),
+       budget=st.integers(1, 96), workers=st.integers(2, 3))
+def test_passes_side_by_side_give_every_row_its_own_vector(fast: UseEmbedder, picks: list[int], budget: int,
+                                                           workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # With 2+ threads a group's passes run at once on the pass workers and their rows are written back
+    # by index: each row must be bit for bit the row of the one-pass-at-a-time run, and the workers must
+    # have run (small passes, so a group holds several).
+    import mindnet.use_fast as use_fast
+
+    pool = [*EDGE_TEXTS, "Teams", "Ein Satz über Besprechungen in Teams.", "x " * 200, "Dateien teilen"]
+    texts = [pool[i] for i in picks]
+    engine = use_fast.OnnxUse(fast._tokenizer(), batch_tokens=budget)  # type: ignore[arg-type]
+    serial = engine.embed(texts, threads=1)
+    ran: list[int] = []
+    real = use_fast.pass_workers
+
+    def counted(threads: int) -> object:
+        found = real(threads)
+        if found is not None:
+            original = found.submit
+            monkeypatch.setattr(found, "submit", lambda *a, **k: (ran.append(1), original(*a, **k))[1])
+        return found
+
+    monkeypatch.setattr(use_fast, "pass_workers", counted)
+    side_by_side = engine.embed(texts, threads=workers)
+    assert np.array_equal(side_by_side, serial)
+    ids = engine.token_ids(texts)
+    assert ran or len(list(engine._passes(ids, sorted(range(len(ids)), key=lambda i: len(ids[i]))))) == 1
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(picks=st.lists(st.sampled_from([*EDGE_TEXTS, "Emoji 🎉🎉🎉 " * 40, "wort " * 9000, "🎉" * 9000]),
                       min_size=1, max_size=6))
@@ -271,7 +302,7 @@ def test_prepared_for_batches_the_first_pass_opens_no_session(threads: int, monk
     model = UseEmbedder(threads=threads, engine="onnx")
     model.prepare_batches()
     graphs = model._fast()._graphs
-    assert (id(graphs[0]), id(graphs[1]), threads) in use_fast._SESSIONS
+    assert (id(graphs[0]), id(graphs[1]), 1) in use_fast._SESSIONS  # one intra-op thread: passes run side by side
     import onnxruntime
 
     opened: list[int] = []

