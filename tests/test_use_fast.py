@@ -163,17 +163,20 @@ def test_groups_of_passes_and_a_small_cache_change_no_vector(fast: UseEmbedder, 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(picks=st.lists(st.integers(0, len(EDGE_TEXTS) + 3), min_size=2, max_size=24),
-       budget=st.integers(1, 96), workers=st.integers(2, 3))
+       budget=st.integers(1, 96), workers=st.integers(2, 3), group=st.integers(1, 400))
 def test_passes_side_by_side_give_every_row_its_own_vector(fast: UseEmbedder, picks: list[int], budget: int,
-                                                           workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    # With 2+ threads a group's passes run at once on the pass workers and their rows are written back
-    # by index: each row must be bit for bit the row of the one-pass-at-a-time run, and the workers must
-    # have run (small passes, so a group holds several).
+                                                           workers: int, group: int,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    # With 2+ threads a group's passes run at once on the pass workers while the next group is prepared,
+    # and their rows are written back by index: each row must be bit for bit the row of the one-pass-at-a-
+    # time run, and the workers must have run (small passes, so a group holds several; small groups, so
+    # several groups are in flight one after the other).
     import mindnet.use_fast as use_fast
 
     pool = [*EDGE_TEXTS, "Teams", "Ein Satz über Besprechungen in Teams.", "x " * 200, "Dateien teilen"]
     texts = [pool[i] for i in picks]
     engine = use_fast.OnnxUse(fast._tokenizer(), batch_tokens=budget)  # type: ignore[arg-type]
+    monkeypatch.setattr(use_fast, "_GROUP_TOKENS", group)
     serial = engine.embed(texts, threads=1)
     ran: list[int] = []
     real = use_fast.pass_workers
@@ -189,7 +192,8 @@ def test_passes_side_by_side_give_every_row_its_own_vector(fast: UseEmbedder, pi
     side_by_side = engine.embed(texts, threads=workers)
     assert np.array_equal(side_by_side, serial)
     ids = engine.token_ids(texts)
-    assert ran or len(list(engine._passes(ids, sorted(range(len(ids)), key=lambda i: len(ids[i]))))) == 1
+    groups = list(engine._groups(ids, sorted(range(len(ids)), key=lambda i: len(ids[i])), group))
+    assert bool(ran) == any(len(passes) > 1 for passes in groups)  # a group of one pass runs on this thread
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
