@@ -472,21 +472,20 @@ class TokenCache:
 
 _TAP_COLUMNS = np.array([_LEFT - left + j for n, left in _ORDERS for j in range(n)], dtype=np.int64)
 """For each of the 10 taps, the window column (t-2 .. t+2) of the neighbour whose tap it is."""
-PASS_TOKENS = 1024
+PASS_TOKENS = 512
 """Tokens per forward pass after the length sort (`OnnxUse.batch_tokens`).
 
-Each pass costs Python and numpy work besides onnxruntime's (its index arrays, a `run` call), and in an
-import that work waits for the GIL behind the chunking thread. The encoder alone on rustbook-de's 2,789
-chunks and note windows, 2 threads, 3 alternated rounds of separate processes (2026-12-03): 512 tokens
-11.6 s, 1,024 10.3 s, 2,048 10.1 s, 4,096 10.5 s; peak RSS 415, 418, 465 and 585 MB (onnxruntime's arena
-grows with the pass). A text's vector moves by at most 4e-7 between budgets (float sums in another
-order): the same hits on the golden questions (bench/golden_hits.py).
-
-With passes side by side (`pass_workers`), 512 tokens was faster again (4 alternated pairs of
-`bench/startup.py --encode`: 8.93-9.31 s against 9.71-10.28 s, peak RSS 453-465 against 488-491 MB; a cold
-import of rustbook-de 11.8 against 12.6 s), but one golden search changed: in the one-off by-note list of
-"Umgebungsvariable für Suche ohne Groß-/Kleinschreibung" ranks 6 and 7 (0.0772 and 0.0771) swap. Issue 26
-asks for the same hits, so the pass stays at 1,024 tokens, whose vectors are those of one pass at a time."""
+Each pass costs Python and numpy work besides onnxruntime's (its index arrays, a `run` call), and
+onnxruntime's arena keeps the largest pass's buffers. With one pass over two cores, 1,024 tokens was
+best (the encoder alone on rustbook-de's 2,789 chunks and note windows, 3 alternated rounds, 2026-12-03:
+512 tokens 11.6 s, 1,024 10.3 s, 2,048 10.1 s, 4,096 10.5 s; peak RSS 415, 418, 465 and 585 MB). With
+passes side by side (`pass_workers`) and the next group prepared meanwhile, 512 is: 3 alternated pairs
+in-process 6.92-7.03 s against 7.60-7.90 s and 12.6-12.9 s of CPU against 13.7-14.2 s; without the
+pipelining, 4 pairs of `bench/startup.py --encode` 8.93-9.31 s against 9.71-10.28 s, peak RSS 453-465
+against 488-491 MB (256 and 384 about as 512). A text's vector moves by at most 4e-7 between budgets (float
+sums in another order); `bench/golden_hits.py` finds the same hits at 512 and 1,024 but for one near tie
+(ranks 6 and 7, 0.0772 and 0.0771, of a one-off by-note list, with the e5 tier filled) that also flips
+between two runs with the same USE vectors (bit for bit), so it is not the pass size's doing."""
 
 _GROUP_TOKENS = 16384
 """Tokens of the passes prepared together. A group's tables hold 13 KB per distinct id (about 2,000
