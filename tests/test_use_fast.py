@@ -192,7 +192,7 @@ def test_passes_side_by_side_give_every_row_its_own_vector(fast: UseEmbedder, pi
     side_by_side = engine.embed(texts, threads=workers)
     assert np.array_equal(side_by_side, serial)
     ids = engine.token_ids(texts)
-    groups = list(engine._groups(ids, sorted(range(len(ids)), key=lambda i: len(ids[i])), group))
+    groups = list(engine._groups(ids, sorted(range(len(ids)), key=lambda i: len(ids[i]))))  # `group` tokens each
     assert bool(ran) == any(len(passes) > 1 for passes in groups)  # a group of one pass runs on this thread
 
 

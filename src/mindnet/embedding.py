@@ -375,11 +375,14 @@ class UseEmbedder(LocalEmbedder):
             self._fast(tokenizer)
 
     def prepare_batches(self) -> None:
-        """`prepare`, and the onnx sessions of the next pass's thread count opened (0.1 s before a cold
-        import's first batch, on its critical path, when the first pass opened them)."""
+        """`prepare`, and the onnx sessions and pass workers of the next pass's thread count made (0.1 s
+        before a cold import's first batch, on its critical path, when the first pass opened them)."""
         self.prepare()
         if self.engine == "onnx":
-            self._fast().sessions(self._choose_threads())
+            from .use_fast import pass_workers
+
+            self._fast().sessions()
+            pass_workers(self._choose_threads())
 
     def keep_resident(self, sample: Callable[[], Sequence[str]] | None = None,
                       stop: Callable[[], bool] | None = None) -> None:
@@ -389,7 +392,7 @@ class UseEmbedder(LocalEmbedder):
             texts = sample() if sample is not None else ()
             engine = self._fast(self._tokenizer() if texts else None)
             engine.page_in()
-            added = engine.warm_cache(texts, self._choose_threads(), stop) if texts else 0
+            added = engine.warm_cache(texts, stop) if texts else 0
             log.debug("USE kept resident: table paged in, %d ids added to the token cache", added)
 
     def embed_passages(self, texts: Sequence[str]) -> Vectors:

@@ -522,7 +522,7 @@ class OnnxUse:
     def __init__(self, tokenizer: Tokenizer | None, weights: str | os.PathLike[str] | None = None,
                  batch_tokens: int = PASS_TOKENS, cache_ids: int = 4096, cache_dir: str | os.PathLike[str] | None = None
                  ) -> None:
-        """Load the graphs and the embedding table; sessions open lazily, one pair per thread count.
+        """Load the graphs and the embedding table; the sessions open lazily, once per process (`sessions`).
 
         Args:
             tokenizer: the model's sentencepiece processor (the chunker's, so counts agree); None for
@@ -540,7 +540,7 @@ class OnnxUse:
         self._graphs = (files[VOCAB_FILE], files[SENTENCES_FILE])
         self.cache = TokenCache(len(self._table), cache_ids)
 
-    def warm_cache(self, texts: Sequence[str], threads: int = 1, stop: Callable[[], bool] | None = None) -> int:
+    def warm_cache(self, texts: Sequence[str], stop: Callable[[], bool] | None = None) -> int:
         """Fill the token cache's free rows with the ids `texts` use most, most frequent first; the number
         of ids added.
 
@@ -559,7 +559,7 @@ class OnnxUse:
         counts[self.cache.slot != 0] = 0  # already kept
         wanted = np.argsort(-counts, kind="stable")[:room]
         wanted = wanted[counts[wanted] > 0]
-        vocab, _ = self.sessions(threads)
+        vocab, _ = self.sessions()
         before = self.cache.used
         for start in range(0, len(wanted), _WARM_IDS):  # small runs: onnxruntime's arena keeps its largest
             if stop is not None and stop():
@@ -576,10 +576,10 @@ class OnnxUse:
         flat = self._table.reshape(-1)
         int(flat[::_PAGE_BYTES].sum(dtype=np.uint64))
 
-    def sessions(self, threads: int) -> tuple[Any, Any]:
-        """The (vocab, sentence) onnxruntime sessions that `embed_ids` runs with `threads`, opened once
-        per process for these files (`shared_sessions`): one intra-op thread each, since several threads
-        run several passes at once (`pass_workers`)."""
+    def sessions(self) -> tuple[Any, Any]:
+        """The (vocab, sentence) onnxruntime sessions, opened once per process for these files
+        (`shared_sessions`): one intra-op thread each, whatever the thread count of a call, since several
+        threads run several passes at once (`pass_workers`)."""
         return shared_sessions(self._graphs, 1)
 
     def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
@@ -611,9 +611,9 @@ class OnnxUse:
         out = np.empty((len(ids), _EMB), dtype=np.float32)
         order = sorted(range(len(ids)), key=lambda i: len(ids[i])) if by_length else list(range(len(ids)))
         workers = pass_workers(threads)
-        vocab, sentences = self.sessions(threads)
+        vocab, sentences = self.sessions()
         running: list[tuple[list[int], Future[Any]]] = []
-        for group in self._groups(ids, order, _GROUP_TOKENS):
+        for group in self._groups(ids, order):
             passes = self._prepare(vocab, ids, group)  # while the workers run the previous group's passes
             for batch, result in running:
                 (out[batch],) = result.result()
@@ -627,14 +627,14 @@ class OnnxUse:
             (out[batch],) = result.result()
         return out
 
-    def _groups(self, ids: list[list[int]], order: list[int], budget: int) -> Iterator[list[list[int]]]:
-        """The passes (`_passes`) in groups of about `budget` tokens, prepared together (`_prepare`)."""
+    def _groups(self, ids: list[list[int]], order: list[int]) -> Iterator[list[list[int]]]:
+        """The passes (`_passes`) in groups of about `_GROUP_TOKENS` tokens, prepared together (`_prepare`)."""
         group: list[list[int]] = []
         tokens = 0
         for batch in self._passes(ids, order):
             group.append(batch)
             tokens += sum(len(ids[i]) for i in batch)
-            if tokens >= budget:
+            if tokens >= _GROUP_TOKENS:
                 yield group
                 group, tokens = [], 0
         if group:
