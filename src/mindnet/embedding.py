@@ -462,14 +462,20 @@ def _capped_ids(engine: OnnxUse, texts: Sequence[str]) -> list[list[int]]:
     counter = default_tokenizer()
     ids = engine.token_ids(texts)
     for i, text in enumerate(texts):
-        if len(text) >= USE_MAX_TOKENS // 32 and counter.count_of_ids(ids[i][1:-1], text) > USE_MAX_TOKENS:
+        if _may_reach_cap(text) and counter.count_of_ids(ids[i][1:-1], text) > USE_MAX_TOKENS:
             ids[i] = engine.token_ids([_capped(text)])[0]
     return ids
 
 
+def _may_reach_cap(text: str) -> bool:
+    """Whether `text` is long enough to have more than `USE_MAX_TOKENS` pieces at all (an NFKC expansion
+    of one character is at most 18 pieces, so a shorter text is far below the cap)."""
+    return len(text) >= USE_MAX_TOKENS // 32
+
+
 def _capped(text: str) -> str:
     """`text` cut at the start of its `USE_MAX_TOKENS - 2`th piece (BOS and EOS are the other two)."""
-    if len(text) < USE_MAX_TOKENS // 32:  # far too short to reach the cap (an NFKC expansion is at most 18 pieces)
+    if not _may_reach_cap(text):
         return text
     from .chunking.tokens import default_tokenizer
 
