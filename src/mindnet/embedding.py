@@ -386,12 +386,14 @@ class UseEmbedder(LocalEmbedder):
 
     def keep_resident(self, sample: Callable[[], Sequence[str]] | None = None,
                       stop: Callable[[], bool] | None = None) -> None:
-        """The onnx engine's embedding table (65 MB, mapped from the cache folder) paged in whole, and its
-        token cache filled with the words the sample uses most (sentencepiece loads for them)."""
+        """The onnx engine's embedding table (65 MB, mapped from the cache folder) paged in whole, its
+        arena handed back after every run (`OnnxUse.return_arena_after_runs`), and its token cache filled
+        with the words the sample uses most (sentencepiece loads for them)."""
         if self.engine == "onnx":
             texts = sample() if sample is not None else ()
             engine = self._fast(self._tokenizer() if texts else None)
             engine.page_in()
+            engine.return_arena_after_runs()
             added = engine.warm_cache(texts, stop) if texts else 0
             log.debug("USE kept resident: table paged in, %d ids added to the token cache", added)
 

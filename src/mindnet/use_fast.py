@@ -539,6 +539,8 @@ class OnnxUse:
         self._scale, self._offset = np.frombuffer(files[DEQUANT_FILE], dtype=np.float32).reshape(2, _BLOCKS)
         self._graphs = (files[VOCAB_FILE], files[SENTENCES_FILE])
         self.cache = TokenCache(len(self._table), cache_ids)
+        self._run_options: Any = None
+        """onnxruntime's `RunOptions` of every run: None (the default) keeps the arena (`return_arena_after_runs`)."""
 
     def warm_cache(self, texts: Sequence[str], stop: Callable[[], bool] | None = None) -> int:
         """Fill the token cache's free rows with the ids `texts` use most, most frequent first; the number
@@ -575,6 +577,22 @@ class OnnxUse:
         """
         flat = self._table.reshape(-1)
         int(flat[::_PAGE_BYTES].sum(dtype=np.uint64))
+
+    def return_arena_after_runs(self) -> None:
+        """From now on, every run hands the free part of onnxruntime's memory arena back when it ends
+        (its `memory.enable_memory_arena_shrinkage` run option).
+
+        A resident calls it (`Embedder.keep_resident`): the arena otherwise keeps the buffers of the
+        largest pass it ever ran, so a server's first save grew it by ~18 MB for good (1,000 msdocs
+        notes, rounds of 10 saves, 2 runs each: +23-25 MB of anonymous memory after 8 rounds without it,
+        +3-4 MB with it, 2026-12-03). Each run then allocates its buffers anew, about 3 % more CPU (1,500
+        texts embedded, 3 alternated pairs), so a one-off import keeps the arena. No vector changes.
+        """
+        import onnxruntime as ort
+
+        options = ort.RunOptions()
+        options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        self._run_options = options
 
     def sessions(self) -> tuple[Any, Any]:
         """The (vocab, sentence) onnxruntime sessions, opened once per process for these files
@@ -620,9 +638,10 @@ class OnnxUse:
             running = []
             if workers is None or len(passes) == 1:
                 for batch, feeds in passes:
-                    (out[batch],) = sentences.run(["embedding"], feeds)
+                    (out[batch],) = sentences.run(["embedding"], feeds, self._run_options)
             else:
-                running = [(batch, workers.submit(sentences.run, ["embedding"], feeds)) for batch, feeds in passes]
+                running = [(batch, workers.submit(sentences.run, ["embedding"], feeds, self._run_options))
+                           for batch, feeds in passes]
         for batch, result in running:
             (out[batch],) = result.result()
         return out
@@ -667,7 +686,8 @@ class OnnxUse:
         x, taps = self.cache.x[slots], self.cache.taps[slots]  # an id without a slot gets row 0: zeros
         missing = np.flatnonzero(slots == 0)[1:]
         if len(missing):
-            new_x, new_taps = vocab.run(["x", "taps"], {"emb": self._dequantise(distinct[missing - 1])})
+            new_x, new_taps = vocab.run(["x", "taps"], {"emb": self._dequantise(distinct[missing - 1])},
+                                        self._run_options)
             x[missing], taps[missing] = new_x, new_taps.reshape(len(missing), _TAPS, _CNN)
             self.cache.keep(distinct[missing - 1], x[missing], taps[missing])
         return inverse.reshape(-1) + 1, x, taps.reshape(-1, _CNN)
