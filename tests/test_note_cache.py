@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from mindnet import file_stat, vault
+from fakes import FakeEmbedder
+from mindnet import file_stat, note_cache, sync, vault
+from mindnet.api import Index
 from mindnet.config import Settings
 from mindnet.note_cache import NoteCache
 from mindnet.vault import read_vault
@@ -120,3 +126,80 @@ def test_frontmatter_that_json_cannot_hold_is_read_every_time(notes: Path, monke
     second = cached_read(notes)
     assert reads.paths == ["odd.md"]
     assert second == first
+
+
+STEPS = st.lists(st.tuples(st.sampled_from(["edit", "delete", "add"]), st.integers(0, 40)), max_size=6)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_kept_slim_notes_equal_a_cold_slim_read(monkeypatch: pytest.MonkeyPatch, steps: list[tuple[str, int]]) -> None:
+    """A resident's cache (`keep_slim`) hands over slim notes from memory: through edits, deletions and new
+    files every read equals a cold slim read, and a read after which nothing changed decodes no row."""
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
+    decoded: list[object] = []
+    original = note_cache._note
+    monkeypatch.setattr(note_cache, "_note", lambda row: decoded.append(row) or original(row))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "vault"
+        shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".mindnet"))
+        cache = NoteCache(root / ".mindnet" / "notes.sqlite", Settings())
+        cache.keep_slim()
+        try:
+            for step, n in [("read", 0), *steps]:
+                files = sorted(p for p in root.rglob("*.md") if ".mindnet" not in p.parts)
+                if step == "edit":
+                    with files[n % len(files)].open("a", encoding="utf-8") as fh:
+                        fh.write(f"\n\nZeile {n} [[Neu {n}]]\n")
+                elif step == "delete" and len(files) > 1:
+                    files[n % len(files)].unlink()
+                elif step == "add":
+                    text = f"---\ntitle: Neu {n}\n---\n# Neu\n\nText {n}.\n"
+                    (root / f"neu-{n}.md").write_text(text, encoding="utf-8")
+                result = read_vault(root, cache=cache, slim=True)
+                cache.save()
+                assert result == read_vault(root, slim=True)
+            decoded.clear()
+            assert read_vault(root, cache=cache, slim=True) == read_vault(root, slim=True)
+            assert decoded == []  # every unchanged note came from memory
+        finally:
+            cache.close()
+
+
+def test_a_resident_that_imports_reads_its_vault_without_decoding_rows(
+    notes: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`Index.keep_resident(sample=True)` (a watching server) keeps slim notes: once they are in memory, the read
+    of the vault by an import of one saved file decodes no row, and the store holds every file as it is."""
+    reading: list[bool] = []
+    decoded: list[object] = []
+    read, note = sync.read_vault, note_cache._note
+
+    def read_vault_counted(*args: Any, **kwargs: Any) -> vault.VaultResult:
+        reading.append(True)
+        try:
+            return read(*args, **kwargs)
+        finally:
+            reading.pop()
+
+    monkeypatch.setattr(sync, "read_vault", read_vault_counted)
+    monkeypatch.setattr(note_cache, "_note", lambda row: (decoded.append(row) if reading else None) or note(row))
+    index = Index(notes, Settings(), embedder=FakeEmbedder(), shared=True)
+    try:
+        index.import_vault(e5=False)
+        index.keep_resident(sample=True)
+        with (notes / "concepts/rrf.md").open("a", encoding="utf-8") as fh:
+            fh.write("\n\nEin neuer Absatz.\n")
+        decoded.clear()
+        index.import_vault(e5=False)  # decodes the other 16 rows once more, now into memory
+        assert len(decoded) == 16
+        with (notes / "concepts/rrf.md").open("a", encoding="utf-8") as fh:
+            fh.write("\n\nNoch ein Absatz über [[Chunking]].\n")
+        decoded.clear()
+        assert index.import_vault(e5=False).notes_changed == 1
+        assert decoded == []
+        stored = {p.payload["path"]: p.payload["content_hash"]
+                  for p in index.store().scroll("notes", fields=("path", "content_hash"))}
+        assert stored == {n.path: n.content_hash for n in read_vault(notes).notes}
+    finally:
+        index.close()

@@ -6,6 +6,7 @@ A bad file never stops the others (R3): `read_vault` returns the notes it could 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -124,7 +125,9 @@ class KnownLanguages(Protocol):
 class ReadCache(Protocol):
     """Parsed notes of unchanged files (`note_cache.NoteCache`): `get` by the file's stat, `put` after a read."""
 
-    def get(self, rel: str, st: os.stat_result) -> Note | None: ...
+    def get(self, rel: str, st: os.stat_result, slim: bool = False) -> Note | None:
+        """The note of an unchanged file; with `slim`, it may come as `slim_note` makes it."""
+        ...
 
     def put(self, rel: str, st: os.stat_result, note: Note) -> None: ...
 
@@ -174,7 +177,8 @@ def read_vault(
     if jobs > 1 and len(files) > 1 and known_langs is None and cache is None:
         outcomes = _read_parallel(root_path, files, settings, jobs)
     else:
-        outcomes = (_read_or_problem(root_path, rel, settings, known_langs, cache) for rel in files)
+        slim_read = slim and on_note is None  # a cache may hand its slim notes over as they are
+        outcomes = (_read_or_problem(root_path, rel, settings, known_langs, cache, slim_read) for rel in files)
     for done, outcome in enumerate(outcomes, 1):
         if progress is not None and (done % PROGRESS_EVERY == 0 or done == len(files)):
             progress(done, len(files))
@@ -199,10 +203,11 @@ def slim_note(note: Note) -> Note:
 
 
 def _read_or_problem(
-    root: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None, cache: ReadCache | None
+    root: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None, cache: ReadCache | None,
+    slim: bool = False,
 ) -> Note | NoteProblem:
     try:
-        return _read_cached(root / rel, rel, settings, known_langs, cache)
+        return _read_cached(root / rel, rel, settings, known_langs, cache, slim)
     except NoteError as exc:
         return NoteProblem(exc.path, exc.line, exc.reason)
 
@@ -238,7 +243,8 @@ def _read_parallel(root: Path, files: list[str], settings: Settings, jobs: int) 
 
 
 def _read_cached(
-    path: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None, cache: ReadCache | None
+    path: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None, cache: ReadCache | None,
+    slim: bool = False,
 ) -> Note:
     if cache is None:
         return read_note(path, rel, settings, known_langs)
@@ -246,7 +252,7 @@ def _read_cached(
         path, st = stat_note(path)
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
-    note = cache.get(rel, st)
+    note = cache.get(rel, st, slim)
     if note is None:
         note = read_note(path, rel, settings, known_langs)
         cache.put(rel, st, note)
@@ -290,6 +296,7 @@ def assign_ids(read: list[Note]) -> tuple[list[Note], list[NoteProblem]]:
     return kept, problems
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def path_slug(rel: str) -> str:
     """Slug of a vault-relative path without `.md`, segment by segment (`a/B c.md` → `a/b-c`)."""
     stem = rel[:-3] if rel.lower().endswith(".md") else rel
