@@ -169,8 +169,8 @@ def test_kept_slim_notes_equal_a_cold_slim_read(monkeypatch: pytest.MonkeyPatch,
 def test_a_resident_that_imports_reads_its_vault_without_decoding_rows(
     notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`Index.keep_resident(sample=True)` (a watching server) keeps slim notes: once they are in memory, the read
-    of the vault by an import of one saved file decodes no row, and the store holds every file as it is."""
+    """`Index.keep_notes_slim` (a watching server) keeps slim notes: once they are in memory, the read of the
+    vault by an import of one saved file decodes no row, and the store holds every file as it is."""
     reading: list[bool] = []
     decoded: list[object] = []
     read, note = sync.read_vault, note_cache._note
@@ -187,7 +187,7 @@ def test_a_resident_that_imports_reads_its_vault_without_decoding_rows(
     index = Index(notes, Settings(), embedder=FakeEmbedder(), shared=True)
     try:
         index.import_vault(e5=False)
-        index.keep_resident(sample=True)
+        index.keep_notes_slim()
         with (notes / "concepts/rrf.md").open("a", encoding="utf-8") as fh:
             fh.write("\n\nEin neuer Absatz.\n")
         decoded.clear()

@@ -763,11 +763,14 @@ class Index:
         """Load whole what the default model would otherwise load a word at a time (`Embedder.keep_resident`),
         for a resident process; with `sample`, one that will import this vault's saves, also what it
         computes per word for the words of a sample of its notes (`_sample_texts`, read only if the model
-        keeps anything per word), and its notes cache keeps every note's slim form (`NoteCache.keep_slim`).
-        `stop()`: an import waits, and what is left loads as it is needed."""
+        keeps anything per word). `stop()`: an import waits, and what is left loads as it is needed."""
         self.embedder.keep_resident(self._sample_texts if sample else None, stop)
-        if sample:
-            self._notes().keep_slim()
+
+    def keep_notes_slim(self) -> None:
+        """From the next import on, keep every note's slim form in memory (`NoteCache.keep_slim`): a watching
+        resident calls it before its first import, whose read of the vault then fills it at no extra cost, so
+        that each save's import reads the vault without decoding a row and the memory is there from the start."""
+        self._notes().keep_slim()
 
     def _sample_texts(self) -> list[str]:
         """The bodies of up to `WARM_SAMPLE_NOTES` notes spread over the vault, `WARM_SAMPLE_CHARS` in all, read

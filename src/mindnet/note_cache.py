@@ -99,10 +99,10 @@ class NoteCache:
     def keep_slim(self) -> None:
         """From now on keep each note's slim form (`vault.slim_note`, ~1.1 KB) in memory, for `get(slim=True)`.
 
-        A resident that imports its vault's saves calls it (`Index.keep_resident`): every import reads the
-        whole vault's slim notes, and decoding 30,000 rows took 1.4 s of a 6.3 s save at 30,000 msdocs
-        notes, and allocated and freed them all again on every save (issue 27). Kept, they cost ~34 MB at
-        30,000 notes, and a save decodes only the rows of the files it changed.
+        A resident that imports its vault's saves calls it before its first import (`Index.keep_notes_slim`):
+        every import reads the whole vault's slim notes, and decoding 30,000 rows took 1.4 s of a 6.3 s save
+        at 30,000 msdocs notes, and allocated and freed them all again on every save (issue 27). Kept, they
+        cost ~34 MB at 30,000 notes, and a save decodes only the rows of the files it changed.
         """
         if self._slim is None:
             self._slim = {}

@@ -140,6 +140,8 @@ class Resident:
         self.settings = settings
         self.state = ResidentState(e5_enabled=e5)
         self._watch = watch
+        if watch:  # its saves' imports read the whole vault: from the first import on, from memory
+            self.index.keep_notes_slim()
         self._step_ms = step_ms
         self._debounce_ms = debounce_ms
         self._stop = threading.Event()
