@@ -54,7 +54,7 @@ from .text import line_of, line_starts
 if TYPE_CHECKING:
     from .note_cache import NoteCache
     from .reading import Vault
-    from .sync import ImportLock, ImportSummary, Progress
+    from .sync import ImportLock, ImportSummary, Progress, StoredStates
     from .titles import NoteNames
 
 # What only an import, a note's text or a graph needs (the chunker, the vault reader, the graph) is
@@ -293,6 +293,8 @@ class Index:
         self._e5_opened = False
         self._notes_cache: NoteCache | None = None
         self._lock: ImportLock | None = None
+        self._stored_states: StoredStates | None = None
+        """The stored notes' states, kept between imports once `keep_stored_states` asked for them."""
         self._searcher: Searcher | None = None
         self._query_pool: ThreadPoolExecutor | None = None
         self._store_lock = threading.RLock() if shared else None
@@ -426,11 +428,16 @@ class Index:
         # store may have others.
         last = last_overview(self.folder) if not self.settings.qdrant_url and not full else None
         with self._writing(lease=not dry_run, marks=not dry_run):  # a dry run writes nothing, not even a lease
-            summary = import_vault(
-                self._root, self.settings, store=self.store(), embedder=self.embedder,
-                notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
-                known_edges=last.get("edges") if last is not None else None,
-            )
+            try:
+                summary = import_vault(
+                    self._root, self.settings, store=self.store(), embedder=self.embedder,
+                    notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
+                    known_edges=last.get("edges") if last is not None else None, stored_states=self._stored_states,
+                )
+            except BaseException:
+                if self._stored_states is not None:
+                    self._stored_states.forget()  # what a failed import wrote is read again by the next one
+                raise
             fill = self.settings.quality_tier if e5 is None else e5
             tier = self.e5_embedder() if fill and not dry_run else None
             if tier is not None and not E5Mark(self.folder).holds(tier.model_id):
@@ -772,6 +779,16 @@ class Index:
         that each save's import reads the vault without decoding a row and the memory is there from the start."""
         self._notes().keep_slim()
 
+    def keep_stored_states(self) -> None:
+        """From the next import on, keep the stored notes' states in memory (`sync.StoredStates`) instead of
+        asking the store for them on every import: a watching resident of an embedded store, which is that
+        store's only writer, so what it wrote is what the store holds. A store by URL may have other writers
+        and is always asked."""
+        if not self.settings.qdrant_url and self._stored_states is None:
+            from .sync import StoredStates
+
+            self._stored_states = StoredStates()
+
     def _sample_texts(self) -> list[str]:
         """The bodies of up to `WARM_SAMPLE_NOTES` notes spread over the vault, `WARM_SAMPLE_CHARS` in all, read
         from their files: reading the store's chunk texts instead mapped a run of pages per chunk (at 30,000
@@ -927,6 +944,8 @@ class Index:
             if resource is not None:
                 resource.close()
         self._store = self._cache = self._notes_cache = None
+        if self._stored_states is not None:
+            self._stored_states.forget()  # another process may write the store once it is closed
         if self._lock is not None:
             self._lock.release()  # last: no other importer may open the store before it is closed
         self._default = self._e5 = None

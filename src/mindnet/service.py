@@ -140,8 +140,9 @@ class Resident:
         self.settings = settings
         self.state = ResidentState(e5_enabled=e5)
         self._watch = watch
-        if watch:  # its saves' imports read the whole vault: from the first import on, from memory
+        if watch:  # its saves' imports compare the whole vault with the store: from the first import on, from memory
             self.index.keep_notes_slim()
+            self.index.keep_stored_states()
         self._step_ms = step_ms
         self._debounce_ms = debounce_ms
         self._stop = threading.Event()

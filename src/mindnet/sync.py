@@ -256,6 +256,7 @@ def import_vault(
     dry_run: bool = False,
     progress: Progress | None = None,
     known_edges: int | None = None,
+    stored_states: StoredStates | None = None,
 ) -> ImportSummary:
     """Bring the store in line with the vault, doing only the work that changed (R21).
 
@@ -273,6 +274,9 @@ def import_vault(
         progress: stage callback for progress bars.
         known_edges: the store's edge count as the previous import left it, if the caller keeps it:
             an import that changes nothing reports it rather than open the edges to count them.
+        stored_states: the stored notes' states, kept by a caller that is the store's only writer; read from
+            the store when unknown, used instead of asking it, and updated with what this import writes.
+            The caller forgets them when the import raises.
 
     Raises:
         StoreError: the store was built with another model.
@@ -286,7 +290,7 @@ def import_vault(
     ahead = EmbedAhead(counter, settings.embed_ahead, lambda: _free_cores(meter))
     try:
         summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache,
-                       warmup, ahead, known_edges)
+                       warmup, ahead, known_edges, stored_states)
     finally:
         ahead.close()
         warmup.join()
@@ -313,8 +317,11 @@ def _run(
     warmup: _Warmup,
     ahead: EmbedAhead,
     known_edges: int | None = None,
+    known: StoredStates | None = None,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
+    if dry_run:
+        known = None  # a dry run writes nothing: it asks the store, and leaves what a resident keeps alone
     schema = import_schema(settings, embedder)
     opened = _Opening(store, schema)
     if dry_run:
@@ -332,7 +339,11 @@ def _run(
     dirty = journal.pending()
     config_hash = chunking_hash(settings)
     stored = cast(Store, _NothingStored()) if opened.pending else store
-    states = stored.facet("notes", "sync_state")
+    if known is not None and (full or opened.pending):
+        known.start_empty()
+    elif known is not None and not known.known:
+        known.read(stored)
+    states = known.states() if known is not None else stored.facet("notes", "sync_state")
     counted_from = (*_embedder_counts(embedder), ahead.windows_embedded)
     # A fresh store's first notes are chunked and embedded as soon as they are read (issue 18).
     early = _EmbedWhileReading(ahead, settings, default_tokenizer()) if opened.pending and not dry_run else None
@@ -354,7 +365,8 @@ def _run(
         if (state := sync_state(n, config_hash)) in states and n.note_id not in dirty
     }
     # Stored notes that are not unchanged: changed when the vault still has their id, else deleted.
-    others = _stored_ids_except(stored, set(unchanged.values()))
+    others = (known.ids_except(set(unchanged.values())) if known is not None
+              else _stored_ids_except(stored, set(unchanged.values())))
     new = [n for n in result.notes if n.note_id not in unchanged and n.note_id not in others]
     changed = [n for n in result.notes if n.note_id not in unchanged and n.note_id in others]
     deleted = sorted((others | dirty) - set(notes_by_id))
@@ -496,9 +508,14 @@ def _run(
             for n in batch
         ])
         summary.points_written += len(batch)
+        if known is not None:
+            for n in batch:
+                known.wrote(n.note_id, sync_state(n, config_hash))
         forget(n.note_id for n in batch)
         progress("notes", min(start + step, len(points)), len(points))
     store.delete_ids("notes", deleted)
+    if known is not None:
+        known.deleted(deleted)
     progress("optimize", 0, 1)
     store.optimize()
     progress("optimize", 1, 1)
@@ -851,6 +868,58 @@ class StoredEdges:
 
 _MAX_FILTER_VALUES = 20_000
 """Above this many states, reading every note's state is cheaper than sending them all as a filter."""
+
+
+class StoredStates:
+    """Every stored note's `sync_state` by note id, kept by a resident from one import to the next (issue 27).
+
+    An import decides what changed by comparing the vault with the stored notes' states; a one-off import asks
+    the store for them (a facet of every state and a scroll of the others: ~1 s at 30,000 notes, whatever a
+    save changed). A resident of an embedded store is that store's only writer (Edge locks it), so it reads
+    them once and each import updates them with the note points it wrote and the notes it deleted. Unknown
+    (`known` False) until the first import that uses them reads them; the owner calls `forget` when an import
+    fails, so the next one reads them again rather than trust a half-done run.
+    """
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, str] | None = None
+
+    @property
+    def known(self) -> bool:
+        return self._by_id is not None
+
+    def read(self, store: Store) -> None:
+        """Take every stored note's state from `store` (one scroll of one payload field)."""
+        stored = store.scroll("notes", fields=("sync_state",))
+        self._by_id = {p.id: str(p.payload.get("sync_state", "")) for p in stored}
+
+    def start_empty(self) -> None:
+        """The store holds no note (a fresh or rebuilt store)."""
+        self._by_id = {}
+
+    def forget(self) -> None:
+        """Unknown again: the next import reads them from the store."""
+        self._by_id = None
+
+    def states(self) -> set[str]:
+        return set(self._ids().values())
+
+    def ids_except(self, states: set[str]) -> set[str]:
+        """Ids of the stored notes whose state is none of `states` (`_stored_ids_except`, from memory)."""
+        return {note_id for note_id, state in self._ids().items() if state not in states}
+
+    def wrote(self, note_id: str, state: str) -> None:
+        self._ids()[note_id] = state
+
+    def deleted(self, note_ids: Iterable[str]) -> None:
+        by_id = self._ids()
+        for note_id in note_ids:
+            by_id.pop(note_id, None)
+
+    def _ids(self) -> dict[str, str]:
+        if self._by_id is None:
+            raise RuntimeError("stored states asked for before they were read")  # a bug in the caller
+        return self._by_id
 
 
 def _stored_ids_except(store: Store, states: set[str]) -> set[str]:

@@ -1,0 +1,166 @@
+"""A resident keeps the stored notes' states between its imports (`sync.StoredStates`, issue 27).
+
+A watching server is its embedded store's only writer, so it decides what a save changed from the states it
+kept rather than from a facet and a scroll of the whole store. The states it keeps must be the store's after
+every import, and an import that uses them must classify every note as one that asks the store does: a dry
+run of the same index asks the store (it never uses kept states), so the two are compared step by step.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fakes import FakeEmbedder
+from mindnet import file_stat
+from mindnet.api import Index
+from mindnet.config import Settings
+from mindnet.sync import ImportSummary, StoredStates
+from mindnet.vault import read_vault
+
+TITLES = ("Alpha", "Beta", "Gamma", "Delta", "Epsilon", "Zeta")
+
+
+def _write_vault(root: Path) -> None:
+    for i, title in enumerate(TITLES[:4]):
+        nxt = TITLES[(i + 1) % 4]
+        (root / f"{title.lower()}.md").write_text(
+            f"---\ntags: [t{i}]\n---\n# {title}\n\nAbout {title}, see [[{nxt}]] and [[{TITLES[5]}]].\n\n"
+            f"## Details\n\nMore about {title.lower()} here.\n", encoding="utf-8")
+
+
+def _kept(index: Index) -> StoredStates:
+    kept = index._stored_states
+    assert kept is not None and kept.known
+    return kept
+
+
+def _stored(index: Index) -> StoredStates:
+    stored = StoredStates()
+    stored.read(index.store())
+    return stored
+
+
+def _same_states(index: Index) -> None:
+    kept, stored = _kept(index), _stored(index)
+    assert kept.states() == stored.states()
+    assert kept.ids_except(set()) == stored.ids_except(set())
+
+
+def _classes(summary: ImportSummary) -> tuple[int, int, int, int]:
+    return summary.notes_new, summary.notes_changed, summary.notes_deleted, summary.notes_unchanged
+
+
+def _apply(root: Path, op: tuple[str, int, int]) -> None:
+    """One edit a person makes between two saves' imports."""
+    kind, i, j = op
+    files = sorted(root.glob("*.md"))
+    target = files[i % len(files)] if files else None
+    if kind == "edit" and target:
+        with target.open("a", encoding="utf-8") as fh:
+            fh.write(f"\n\nA new paragraph {j}.\n")
+    elif kind == "add":
+        title = f"{TITLES[j % len(TITLES)]} {i}"
+        (root / f"{title.lower().replace(' ', '-')}.md").write_text(
+            f"# {title}\n\nNew note linking [[{TITLES[i % 4]}]].\n", encoding="utf-8")
+    elif kind == "delete" and target and len(files) > 1:
+        target.unlink()
+    elif kind == "rename" and target:
+        target.rename(root / f"moved-{j}-{target.name}")
+    elif kind == "link" and target:
+        with target.open("a", encoding="utf-8") as fh:
+            fh.write(f"\n\nSee also [[{TITLES[j % len(TITLES)]}]].\n")
+    elif kind == "bad" and target:
+        target.write_text("---\ntags: [unclosed\n---\n# Broken\n\nStill prose.\n", encoding="utf-8")
+
+
+OPS = st.lists(st.tuples(st.sampled_from(["edit", "add", "delete", "rename", "link", "bad", "none"]),
+                         st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=5)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_kept_states_are_the_stores_and_classify_as_the_store_does(ops: list[tuple[str, int, int]],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "vault"
+        root.mkdir()
+        _write_vault(root)
+        index = Index(root, Settings(), embedder=FakeEmbedder(), shared=True)
+        try:
+            index.keep_stored_states()
+            index.import_vault(e5=False)
+            _same_states(index)
+            for op in ops:
+                _apply(root, op)
+                asked = index.import_vault(dry_run=True, e5=False)  # a dry run asks the store
+                done = index.import_vault(e5=False)
+                assert _classes(done) == _classes(asked), op
+                _same_states(index)
+                assert _classes(index.import_vault(e5=False))[:3] == (0, 0, 0)  # and nothing is left to do
+            stored = {p.payload["path"]: p.payload["content_hash"]
+                      for p in index.store().scroll("notes", fields=("path", "content_hash"))}
+            assert stored == {n.path: n.content_hash for n in read_vault(root).notes}
+        finally:
+            index.close()
+
+
+def test_a_failed_import_forgets_the_kept_states_and_the_next_converges(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An import that dies after writing part of its notes leaves states the next import must read again."""
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
+    root = tmp_path / "vault"
+    root.mkdir()
+    _write_vault(root)
+    index = Index(root, Settings(), embedder=FakeEmbedder(), shared=True)
+    try:
+        index.keep_stored_states()
+        index.import_vault(e5=False)
+        for title in ("alpha", "beta"):
+            with (root / f"{title}.md").open("a", encoding="utf-8") as fh:
+                fh.write("\n\nChanged.\n")
+        (root / "gamma.md").unlink()
+        store = index.store()
+        upsert = store.upsert
+        calls: list[str] = []
+
+        def dying(collection: str, points: object) -> None:
+            if collection == "notes":
+                calls.append(collection)
+                raise OSError("disk full")
+            upsert(collection, points)
+
+        monkeypatch.setattr(store, "upsert", dying)
+        with pytest.raises(OSError):
+            index.import_vault(e5=False)
+        assert calls and not index._stored_states.known  # type: ignore[union-attr]
+        monkeypatch.setattr(store, "upsert", upsert)
+        done = index.import_vault(e5=False)
+        assert (done.notes_changed, done.notes_deleted) == (2, 1)
+        _same_states(index)
+    finally:
+        index.close()
+
+
+def test_a_server_store_is_always_asked(tmp_path: Path) -> None:
+    """A store by URL may have other writers: no states are kept for it."""
+    root = tmp_path / "vault"
+    root.mkdir()
+    index = Index(root, Settings(qdrant_url="http://127.0.0.1:9"), embedder=FakeEmbedder())
+    index.keep_stored_states()
+    assert index._stored_states is None
+
+
+def test_a_one_off_index_keeps_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "vault"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "vault", root,
+                    ignore=shutil.ignore_patterns(".mindnet"))
+    with Index(root, Settings(store_path=str(tmp_path / "store")), embedder=FakeEmbedder()) as index:
+        index.import_vault(e5=False)
+        assert index._stored_states is None
