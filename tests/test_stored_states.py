@@ -164,3 +164,53 @@ def test_a_one_off_index_keeps_nothing(tmp_path: Path) -> None:
     with Index(root, Settings(store_path=str(tmp_path / "store")), embedder=FakeEmbedder()) as index:
         index.import_vault(e5=False)
         assert index._stored_states is None
+
+
+class _CountedScrolls:
+    """The real store, with its scrolls of every note (no filter) counted."""
+
+    def __init__(self, store: object) -> None:
+        self._store = store
+        self.whole = 0
+
+    def scroll(self, collection: str, flt: object = None, **options: object) -> object:
+        self.whole += flt is None
+        return self._store.scroll(collection, flt, **options)  # type: ignore[attr-defined]
+
+    def count(self, collection: str) -> int:
+        return self._store.count(collection)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory: pytest.TempPathFactory) -> object:
+    root = tmp_path_factory.mktemp("langs") / "vault"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "vault", root,
+                    ignore=shutil.ignore_patterns(".mindnet"))
+    index = Index(root, Settings(store_path=str(root.parent / "store")), embedder=FakeEmbedder())
+    index.import_vault(e5=False)
+    yield index
+    index.close()
+
+
+@settings(max_examples=60, deadline=None)
+@given(picks=st.lists(st.integers(0, 40), max_size=40), bulk=st.integers(1, 6), share=st.integers(1, 20))
+def test_stored_languages_answer_as_the_store_and_read_it_whole_only_when_cheaper(
+        imported: Index, picks: list[int], bulk: int, share: int) -> None:
+    """`StoredLanguages` gives each hash the language the store holds for it, looks each hash up once, and
+    reads every note's language only after more distinct lookups than max(BULK, notes / BULK_SHARE)."""
+    from mindnet.sync import StoredLanguages
+
+    store = imported.store()
+    held = {p.payload["content_hash"]: p.payload["lang"]
+            for p in store.scroll("notes", fields=("content_hash", "lang"))}
+    hashes = sorted(held) + [f"unknown-{i}" for i in range(24)]
+    counted = _CountedScrolls(store)
+    langs = StoredLanguages(counted)  # type: ignore[arg-type]
+    langs.BULK, langs.BULK_SHARE = bulk, share
+    limit = max(bulk, len(held) // share)
+    asked: set[str] = set()
+    for pick in picks:
+        content_hash = hashes[pick % len(hashes)]
+        asked.add(content_hash)
+        assert langs.get(content_hash) == held.get(content_hash)
+        assert counted.whole == (len(asked) > limit)  # read whole once, and only past the limit
