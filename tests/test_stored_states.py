@@ -214,3 +214,17 @@ def test_stored_languages_answer_as_the_store_and_read_it_whole_only_when_cheape
         asked.add(content_hash)
         assert langs.get(content_hash) == held.get(content_hash)
         assert counted.whole == (len(asked) > limit)  # read whole once, and only past the limit
+
+
+@pytest.mark.parametrize("watch", [True, False])
+def test_a_watching_resident_keeps_the_states_and_one_that_does_not_watch_asks(tmp_path: Path, watch: bool) -> None:
+    from mindnet.service import Resident
+
+    root = tmp_path / "vault"
+    root.mkdir()
+    resident = Resident(root, Settings(store_path=str(tmp_path / "store")), watch=watch, e5=False,
+                        embedder=FakeEmbedder())
+    try:
+        assert (resident.index._stored_states is not None) is watch
+    finally:
+        resident.index.close()
