@@ -15,7 +15,9 @@ Per size: `mindnet import --json` as a process (wall time, peak RSS from wait4),
 (no-op), then `mindnet serve --no-e5` on the store: RSS once warmed up (and its parts: anonymous memory,
 mapped files' pages), search p50/p95 over HTTP
 (`/api/search`, lexical+dense), RSS after `--edits` edits (appended lines, `--rounds` rounds each waited
-for). The models' own RSS is that of `serve` on a 10-note vault after the same warm-up.
+for), and once more after a round of searches that follows them (a resident lets go of the store's mapped
+pages as it grows, and the searches map theirs again). The models' own RSS is that of `serve` on a 10-note
+vault after the same warm-up.
 """
 
 from __future__ import annotations
@@ -124,6 +126,8 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
                 server.wait_idle(before + 1)
                 rss.append(server.rss_mb())
             out |= {"rss_edits_mb": rss[-1], "rss_edits_min_mb": min(rss), "rss_edits_max_mb": max(rss)}
+            searches(server, 1)  # what a user who searches between saves sees: the searches' pages mapped again
+            out["rss_edits_searched_mb"] = server.rss_mb()
         return out
     finally:
         server.stop()
@@ -208,6 +212,10 @@ def main() -> None:
         print(f"serve RSS over {args.edits} edits at {large['notes']}: {warm:.0f} MB warm, "
               f"{large['rss_edits_min_mb']:.0f}..{large['rss_edits_max_mb']:.0f} MB after each round "
               f"({low:+.1f}..{high:+.1f} % of warm; spread over the rounds {drift:.1f} % of warm)")
+        if "rss_edits_searched_mb" in large:
+            after = large["rss_edits_searched_mb"]
+            print(f"  and after a round of searches following the edits: {after:.0f} MB "
+                  f"({(after - warm) / warm * 100:+.1f} % of warm)")
     print("finished:", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"load {os.getloadavg()[0]:.1f}")
     (args.work / "scale.json").write_text(json.dumps({"models_mb": models, "models": own, "uncached": uncached,
                                                       "rows": rows},
