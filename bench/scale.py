@@ -15,8 +15,8 @@ Per size: `mindnet import --json` as a process (wall time, peak RSS from wait4),
 (no-op), then `mindnet serve --no-e5` on the store: RSS once warmed up (and its parts: anonymous memory,
 mapped files' pages), search p50/p95 over HTTP
 (`/api/search`, lexical+dense), RSS after `--edits` edits (appended lines, `--rounds` rounds each waited
-for), and once more after a round of searches that follows them (a resident lets go of the store's mapped
-pages as it grows, and the searches map theirs again). The models' own RSS is that of `serve` on a 10-note
+for), and once more after a round of searches that follows them (the store pages the searches map are part
+of what a server holds while it is used). The models' own RSS is that of `serve` on a 10-note
 vault after the same warm-up.
 """
 
@@ -126,7 +126,7 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
                 server.wait_idle(before + 1)
                 rss.append(server.rss_mb())
             out |= {"rss_edits_mb": rss[-1], "rss_edits_min_mb": min(rss), "rss_edits_max_mb": max(rss)}
-            searches(server, 1)  # what a user who searches between saves sees: the searches' pages mapped again
+            searches(server, 1)  # what a user who searches between saves sees
             out["rss_edits_searched_mb"] = server.rss_mb()
         return out
     finally:

@@ -565,52 +565,13 @@ def test_a_watching_resident_loads_what_a_save_needs_before_the_save_and_imports
     assert not any(p.name == "qdrant" for p in vault.rglob("*"))  # no store: nothing was imported
 
 
-def test_a_resident_lets_go_of_the_store_pages_after_its_warm_up_and_as_it_grows(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 27: a resident lets go of the store's mapped pages (`Index.release_memory(pages=True)`) once its
-    warm-up is over, then after an import only when its RSS grew by more than `RELEASE_GROWTH` since the last
-    time (each release reopens the store's shards: ~1 s at 30,000 notes, so not after every save)."""
-    from mindnet import service
-
-    vault = one_note_vault(tmp_path, monkeypatch)
-    rss = [1_000_000]
-    monkeypatch.setattr(service, "_rss_bytes", lambda: rss[0])
-    calls: list[bool] = []
-    real = Index.release_memory
-
-    def release(index: Index, pages: bool = False) -> None:
-        calls.append(pages)
-        real(index, pages=pages)
-
-    monkeypatch.setattr(Index, "release_memory", release)
-    resident = Resident(vault, Settings(), watch=False, e5=False, embedder=FakeEmbedder())
-    try:
-        resident.start().result(timeout=120)
-        assert calls == [False]  # before the warm-up: nothing to measure growth against
-        resident.begin_warm_up()
-        resident.warm_up()
-        assert calls[-1] is True
-        grown = 1 + service.RELEASE_GROWTH
-        again = grown + 0.01  # the RSS just after the second release: what the next growth is measured from
-        for factor, pages in ((grown - 0.01, False), (grown + 0.01, True), (again * (grown - 0.01), False),
-                              (again * (grown + 0.01), True)):
-            count = len(calls)
-            rss[0] = int(1_000_000 * factor)
-            (vault / f"n{count}.md").write_text(f"# N{count}\n\ntext\n", encoding="utf-8")
-            resident.request_import().result(timeout=120)
-            assert calls[count:] == [pages], factor
-        assert resident.index.search("text")  # the store answers after its shards were reopened
-    finally:
-        resident.stop()
-
-
 def test_a_resident_hands_back_what_each_import_freed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 27: a resident releases the memory each import freed (`Index.release_memory`) before it answers
     the import's waiters, failed imports included; a long watch session otherwise kept every import's peak."""
     vault = one_note_vault(tmp_path, monkeypatch)
     released: list[int] = []
 
-    def release(index: Index, pages: bool = False) -> None:
+    def release(index: Index) -> None:
         released.append(index.status().notes)
 
     monkeypatch.setattr(Index, "release_memory", release)

@@ -444,40 +444,6 @@ def test_edge_bulk_writes_settle_into_immutable_segments(tmp_path, monkeypatch: 
         assert store.count("edges", Filter.all(Equals("kind", "references"))) == 1000
 
 
-def test_edge_release_pages_reopens_every_open_shard(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`release_pages` (a resident's, issue 27) closes and loads every open shard, so that the pages of its
-    files leave the process; a shard with REOPEN_AFTER points written since its last settle is optimised
-    first, the others are not. Every point, filter and vector answers as before."""
-    import mindnet.store.embedded as embedded
-
-    monkeypatch.setattr(embedded, "REOPEN_AFTER", 100)
-    loads: list[str] = []
-    real_load = embedded.qe.EdgeShard.load
-    monkeypatch.setattr(embedded.qe.EdgeShard, "load",
-                        lambda path: loads.append(os.path.basename(path)) or real_load(path))
-    optimised: list[int] = []
-    rng = np.random.default_rng(5)
-    vecs = rng.standard_normal((150, 4)).astype(np.float32)
-    with EdgeStore(tmp_path / "s", prefix="v") as store:
-        store.ensure(SCHEMA)
-        real_optimize = type(store._shard("chunks")).optimize
-        monkeypatch.setattr(type(store._shard("chunks")), "optimize",
-                            lambda self: optimised.append(1) or real_optimize(self))
-        store.upsert("chunks", [PointRecord(f"n{i}#c01", {"note_id": f"n{i % 7}"}, vectors={"use": v})
-                                for i, v in enumerate(vecs)])
-        store.upsert("edges", [PointRecord(f"e{i}", {"note_id": f"n{i}", "kind": "references"}) for i in range(20)])
-        loads.clear()
-        store.release_pages()
-        assert sorted(loads) == ["v_chunks", "v_edges", "v_notes"]  # every open shard, once
-        assert len(optimised) == 1  # chunks: 150 points written since the last settle; edges 20, notes 0
-        store.release_pages()
-        assert len(loads) == 6 and len(optimised) == 1
-        assert store.count("chunks") == len(vecs) and store.count("edges") == 20
-        assert store.count("chunks", Filter.all(Equals("note_id", "n3"))) == len(range(3, len(vecs), 7))
-        q = vecs[77] / np.linalg.norm(vecs[77])
-        assert store.search_dense("chunks", "use", q, limit=1)[0].id == "n77#c01"
-
-
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=st.lists(st.tuples(st.booleans(), st.lists(st.integers(0, 60), min_size=1, max_size=25)),
                       min_size=1, max_size=12))

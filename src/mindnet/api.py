@@ -452,17 +452,14 @@ class Index:
             self._vault.refresh()
         return summary
 
-    def release_memory(self, pages: bool = False) -> None:
+    def release_memory(self) -> None:
         """Hand what the last operation freed back to the system: collect Python's cycles, then let glibc
         return its free arenas (`store.release_freed_memory`). A resident calls it after each import: a
         parse's and a write batch's memory otherwise stayed with the process, growing it edit by edit
-        until the largest import it ever ran (issue 27). With `pages`, an open store also lets go of the
-        pages of its files mapped into the process (`Store.release_pages`)."""
+        until the largest import it ever ran (issue 27)."""
         import gc
 
         gc.collect()
-        if pages and self._store is not None:
-            self._store.release_pages()
         release_freed_memory()
 
     def fill_e5(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,

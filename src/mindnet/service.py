@@ -15,7 +15,6 @@ moment is repaired by the import journal on the next start, exactly as for a kil
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -40,12 +39,6 @@ AFTER_READY_GRACE = 0.3
 """Seconds a resident leaves to the first requests once it says ready before its own background work
 (the catch-up import, the writer's models) starts: both hold Python's lock, and a client that waited for
 ready (an agent's first tool call) asks at once. A save in that spell is imported after it."""
-RELEASE_GROWTH = 0.05
-"""How much a resident's RSS may grow since it last let go of the store's mapped pages (a share of what it
-held just after) before the end of an import or of an e5 fill lets go of them again (issue 27: at 30,000
-notes a round of ten saves mapped ~20 MB more of the store's files, and nothing handed them back). A release
-reopens the store's shards (~1 s at 30,000 notes, a few ms at a few hundred), so it follows growth rather than
-coming after every save; where the RSS cannot be read (not Linux) only the one after the warm-up happens."""
 
 EDITOR_TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".temp", ".bak", "~", ".crswap", ".part", ".kate-swp")
 """Files editors write beside a note while saving (vim, Kate, Chrome, rsync); never a note change."""
@@ -171,9 +164,6 @@ class Resident:
         self._writes_allowed.set()
         self._problems: frozenset[str] = frozenset()
         """The previous import's problem lines: each is logged when it first appears, not on every save."""
-        self._rss_released: int | None = None
-        """The process's RSS (bytes) just after it last let go of the store's mapped pages (`_release`);
-        None until the warm-up has done so the first time."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -270,7 +260,7 @@ class Resident:
             if not self._stop.is_set():
                 self.index.keep_resident(sample=self._watch,  # new words would grow it bit by bit
                                          stop=lambda: self._yield_to_imports() or self.state.importing)
-                self._release(pages=True)  # what reading the sample held, and the store pages start-up mapped
+                self.index.release_memory()  # what reading the sample held
         except Exception:
             log.debug("warming the writer's models failed", exc_info=True)
 
@@ -348,15 +338,7 @@ class Resident:
             return self.index.import_vault(full=full, e5=False)
         finally:
             self.state.importing = False
-            self._release()
-
-    def _release(self, pages: bool = False) -> None:
-        """Hand back what the last operation freed (`Index.release_memory`), and the store's mapped pages
-        too when asked or when the process has grown by `RELEASE_GROWTH` since they were last let go."""
-        grown = self._rss_released is not None and (_rss_bytes() or 0) > self._rss_released * (1 + RELEASE_GROWTH)
-        self.index.release_memory(pages=pages or grown)
-        if pages or grown:
-            self._rss_released = _rss_bytes()
+            self.index.release_memory()
 
     def _log_new_problems(self, problems: list[str]) -> None:
         """One warning per problem line (a note that failed to read, a skipped duplicate) new since the
@@ -384,8 +366,6 @@ class Resident:
             self.state.e5_enabled = False
             log.exception("e5 tier failed")
             return False
-        finally:
-            self._release()
         self.state.e5_complete = self.index.e5_complete()
         return True
 
@@ -431,12 +411,3 @@ class Resident:
         self.state.last_event_at = time.time()
         log.info("change %s", printable(self.state.last_event))  # a file name may hold a newline
         self.request_import()
-
-
-def _rss_bytes() -> int | None:
-    """This process's resident set in bytes (Linux's `/proc/self/statm`), None where it cannot be read."""
-    try:
-        with open("/proc/self/statm", encoding="ascii") as fh:
-            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None

@@ -190,11 +190,6 @@ class Store(ABC):
     def optimize(self) -> None:
         """Build HNSW and merge segments; call after bulk writes (Edge indexes nothing before)."""
 
-    def release_pages(self) -> None:  # noqa: B027 - optional: a server store maps nothing into this process
-        """Let go of the pages of the store's files that reads and writes mapped into this process, so that
-        they leave its RSS (Edge; a server store: nothing). The page cache keeps them: the next read of one
-        is a minor fault, not a disk read."""
-
     def flush(self) -> None:  # noqa: B027 - optional: a server store writes through, nothing to do
         """Write what is buffered to disk now, so that `close` has less left to do (Edge; a server: nothing)."""
 

@@ -263,18 +263,12 @@ class EdgeStore(Store):
     def _settle(self, collection: str) -> None:
         """Optimise a collection's shard and reopen it: what was written becomes bounded immutable segments,
         and the pages and allocations the writing and optimising touched are let go."""
-        self._pending[collection] = 0
-        self._reopen(collection, optimize=True)
-
-    def _reopen(self, collection: str, *, optimize: bool = False) -> None:
-        """Close a collection's shard (optimised first if asked) and load it again: the pages of its files
-        are unmapped and what its segments allocated is handed back."""
         shard = self._shards.pop(collection, None)
+        self._pending[collection] = 0
         if shard is None:
             return
         self._wrote = True
-        if optimize:
-            shard.optimize()
+        shard.optimize()
         shard.close()
         release_freed_memory()
         for attempt in range(50):  # a reader (a cold `mindnet search`) may hold the shard for a moment
@@ -347,17 +341,6 @@ class EdgeStore(Store):
                 self._settle(collection)
             else:
                 shard.optimize()
-
-    def release_pages(self) -> None:
-        """Reopen every open shard (settling one with many points written since its last settle): Edge maps
-        its segments' files, and every page a search, a scroll or a write touched stays in the process's
-        RSS until its shard closes. At 30,000 notes a resident held ~1.3 GB of such pages after its
-        start-up import and warm-up, and ~20 MB more after each round of saves (issue 27)."""
-        for collection in list(self._shards):
-            if self._pending.get(collection, 0) >= REOPEN_AFTER:
-                self._settle(collection)
-            else:
-                self._reopen(collection)
 
     def flush(self) -> None:
         for shard in self._shards.values():
