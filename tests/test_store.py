@@ -505,6 +505,21 @@ def test_quantized_note_list_is_the_exact_scan(tmp_path_factory, monkeypatch: py
                 assert hit.score == pytest.approx(float((windows[hit.payload["note_id"]] @ query).max()), abs=2e-3)
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta"]), max_size=3), max_size=30),
+       word=st.sampled_from(["alpha", "beta", "gamma", "delta", "epsilon"]), cap=st.integers(0, 6))
+def test_count_up_to_is_the_count_capped(tmp_path_factory, texts: list[list[str]], word: str, cap: int) -> None:
+    """`count_up_to` (a search's "is this word rare", issue 27) is `min(count, cap)` for a full-text filter,
+    whatever the number of matches: it reads at most `cap` ids instead of every matching one."""
+    with EdgeStore(tmp_path_factory.mktemp("cap") / "s") as store:
+        store.ensure(SCHEMA)
+        store.upsert("chunks", [PointRecord(f"n{i}#c01", {"note_id": f"n{i}", "text": " ".join(words) or "x"})
+                                for i, words in enumerate(texts)])
+        flt = Filter.all(TextMatch("text", word))
+        assert store.count_up_to("chunks", flt, cap) == min(store.count("chunks", flt), cap)
+        assert store.count("chunks", flt) == sum(word in words for words in texts)
+
+
 def test_data_without_meta_is_refused(tmp_path) -> None:
     path = tmp_path / "store"
     with EdgeStore(path) as store:

@@ -407,15 +407,17 @@ class Searcher:
 
     def _rare(self, query: str, lexical: Sequence[ScoredPoint], every: bool = False) -> RareWord | None:
         """The lexical top chunk with the query words it holds that at most `RARE_CHUNKS` chunks of the vault
-        hold (a full-text count per word, at most `_RARE_PROBES` words), or None."""
+        hold (a full-text count up to `RARE_CHUNKS` + 1 per word, at most `_RARE_PROBES` words), or None."""
         if not (every or self.tuning.exact_words) or not lexical:
             return None
         words = content_words(query, self.settings.languages)
         top = lexical[0]
         text = top.payload["text"] if "text" in top.payload else self.chunk_texts([top.id]).get(top.id, "")
         have = {w.lower() for w in _WORDS.findall(f"{text} {top.payload.get('note_title', '')}")}
-        rare = tuple(w for w in [w for w in words if w.lower() in have and len(w) <= 64][:_RARE_PROBES]
-                     if self.store.count("chunks", Filter.all(TextMatch("text", w))) <= RARE_CHUNKS)
+        probes = [w for w in words if w.lower() in have and len(w) <= 64][:_RARE_PROBES]
+        cap = RARE_CHUNKS + 1
+        rare = tuple(w for w in probes
+                     if self.store.count_up_to("chunks", Filter.all(TextMatch("text", w)), cap) <= RARE_CHUNKS)
         if not rare:
             return None
         return RareWord(top.id, rare, whole_query={w.lower() for w in rare} == {w.lower() for w in words})
@@ -518,7 +520,7 @@ def _cand(p: ScoredPoint, via: str, dense: bool = False) -> _Cand:
 
 _WORDS = re.compile(r"[^\W_]+")
 _RARE_PROBES = 6
-"""Query words looked up in the full-text index per search, at most: each is one count in the store."""
+"""Query words looked up in the full-text index per search, at most: each reads up to `RARE_CHUNKS` + 1 ids."""
 
 
 def _explanation(c: _Cand) -> Explanation:

@@ -7,6 +7,7 @@ Both adapters share the schema check, the vector splitting and the mapping of en
 from __future__ import annotations
 
 import contextlib
+import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
@@ -310,6 +311,14 @@ class Store(ABC):
         """Exact number of points matching `flt`."""
         self._check_collection(collection)
         return self._count(collection, flt)
+
+    def count_up_to(self, collection: CollectionName, flt: Filter, cap: int) -> int:
+        """The number of points matching `flt`, or `cap` when at least that many do: `min(count, cap)`.
+
+        Whether a word is rare needs no exact count, which reads every matching id: for a word in 58,000 of
+        the 196,000 chunks of 30,000 notes 6 ms warm and 330 ms cold, where the first `cap` ids take 0.4 ms
+        (issue 27's search latency)."""
+        return sum(1 for _ in itertools.islice(self.scroll(collection, flt, page_size=max(1, cap), fields=()), cap))
 
     def search_dense(self, collection: CollectionName, using: str, vector: Sequence[float], *,
                      limit: int = 10, flt: Filter | None = None, score_threshold: float | None = None,
