@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from .base import PREFIX_INDEXED, Store, _scored, _stored
+from .base import PREFIX_INDEXED, SEARCH_EF, Store, _scored, _stored
 from .lease import DEFAULT_TTL, ImportLease
 from .lexical import SPARSE_VECTOR
 from .records import (
@@ -238,9 +238,10 @@ class ClientStore(Store):
         _, using, vec = query
         if isinstance(vec, SparseVec):
             vec = qm.SparseVector(indices=list(vec.indices), values=list(vec.values))
+        params = None if isinstance(vec, qm.SparseVector) else qm.SearchParams(hnsw_ef=SEARCH_EF)
         res = self._client.query_points(self._name(collection), query=vec, using=using,
                                         query_filter=_client_filter(flt), limit=limit,
-                                        score_threshold=score_threshold,
+                                        score_threshold=score_threshold, search_params=params,
                                         with_payload=True if fields is None else fields)
         return [_scored(collection, h.score, h.payload) for h in res.points]
 
@@ -252,7 +253,8 @@ class ClientStore(Store):
         sv = qm.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
         res = self._client.query_points(
             self._name(collection),
-            prefetch=[qm.Prefetch(query=vector, using=using, limit=candidates, filter=cf),
+            prefetch=[qm.Prefetch(query=vector, using=using, limit=candidates, filter=cf,
+                                  params=qm.SearchParams(hnsw_ef=SEARCH_EF)),
                       qm.Prefetch(query=sv, using=SPARSE_VECTOR, limit=candidates, filter=cf)],
             query=qm.RrfQuery(rrf=qm.Rrf(k=rrf_k, weights=list(weights) if weights else None)),
             query_filter=cf, limit=limit, with_payload=True)

@@ -16,7 +16,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from ..errors import StoreError
-from .base import PREFIX_INDEXED, Store, _scored, _stored
+from .base import PREFIX_INDEXED, SEARCH_EF, Store, _scored, _stored
 from .lexical import SPARSE_VECTOR
 from .records import (
     AnyOf,
@@ -72,12 +72,14 @@ Qdrant counts vector bytes only, so the chunks' bound would let every edge merge
 whole on each merge."""
 
 RESCORE_OVERSAMPLING = 2.0
-"""Candidates a quantized scan of the `note` multivector keeps per hit asked for, rescored with the stored
-half floats (`_quantized`). With 2, the top 40 scores equalled the exact scan's in 30 of 30 queries at 30,000
+"""Candidates a quantized search keeps per hit asked for, rescored with the stored vectors (`_quantized`).
+Measured on the note list: with 2, the top 40 scores equalled the exact scan's in 30 of 30 queries at 30,000
 notes and on msdocs; with 1, in 22 of 30 (docs/decisions/large-vaults.md)."""
 
-_RESCORED = qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=True, oversampling=RESCORE_OVERSAMPLING))
-"""A multivector search's parameters: scan the int8 copies, rescore the best with the stored vectors."""
+_RESCORED = qe.SearchParams(hnsw_ef=SEARCH_EF, quantization=qe.QuantizationSearchParams(
+    rescore=True, oversampling=RESCORE_OVERSAMPLING))
+"""A dense search's parameters: walk with `SEARCH_EF`, read the int8 copies, rescore the best with the stored
+vectors (`_quantized`)."""
 
 _LEFT_FOR_EXIT: dict[str, qe.EdgeShard] = {}
 """Shards of stores that wrote nothing, left open for the process's exit (`Store.leave_to_exit`), by
@@ -171,7 +173,7 @@ class EdgeStore(Store):
         config = qe.EdgeConfig(
             vectors={n: qe.EdgeVectorParams(size=d, distance=qe.Distance.Cosine, multivector_config=_multi(m),
                                             datatype=_datatype(m), hnsw_config=_graph(m),
-                                            quantization_config=_quantized(m), memory=_cold())
+                                            quantization_config=_quantized(), memory=_cold())
                      for n, (d, m) in dense.items()},
             sparse_vectors=sparse_params,
             hnsw_config=qe.HnswIndexConfig(m=self.hnsw_m, ef_construct=self.hnsw_ef_construct,
@@ -313,7 +315,7 @@ class EdgeStore(Store):
         if isinstance(vec, SparseVec):
             vec = qe.SparseVector(list(vec.indices), list(vec.values))
         payload: Any = True if fields is None else qe.PayloadSelector.Include(fields)
-        params = _RESCORED if using in self._multi(collection) else None
+        params = None if isinstance(vec, qe.SparseVector) else _RESCORED
         hits = self._shard(collection).query(qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(vec, using=using), filter=_edge_filter(flt),
             score_threshold=score_threshold, with_payload=payload, params=params))
@@ -327,7 +329,7 @@ class EdgeStore(Store):
         hits = self._shard(collection).query(qe.QueryRequest(
             limit=limit,
             prefetches=[
-                qe.Prefetch(limit=candidates, query=qe.Query.Nearest(vector, using=using), filter=ef),
+                qe.Prefetch(limit=candidates, query=qe.Query.Nearest(vector, using=using), filter=ef, params=_RESCORED),
                 qe.Prefetch(limit=candidates, query=qe.Query.Nearest(sv, using=SPARSE_VECTOR), filter=ef),
             ],
             query=qe.Fusion.Rrf(k=rrf_k, weights=list(weights) if weights else None),
@@ -385,15 +387,18 @@ def _datatype(multi: bool) -> qe.VectorStorageDatatype | None:
     return qe.VectorStorageDatatype.Float16 if multi else None
 
 
-def _quantized(multi: bool) -> qe.ScalarQuantizationConfig | None:
-    """A multivector's quantization: an int8 copy of every window (half of its half floats' bytes,
-    placed cold like them), which the note list scans; the best `RESCORE_OVERSAMPLING` × limit notes are
-    then rescored with the half floats, so the scores and the order are the exact scan's. At 30,000 notes
-    (143k windows) the note list took 5.2 ms instead of 14.3 ms, with the same top 40 (issue 27's search
-    latency; docs/decisions/large-vaults.md). Qdrant quantizes a segment when it optimises it: a small
-    vault's appendable segment is scanned exactly as before. A plain vector keeps none: its HNSW reads few."""
-    if not multi:
-        return None
+def _quantized() -> qe.ScalarQuantizationConfig:
+    """Every dense vector's quantization: an int8 copy (placed cold like the vectors), which a search reads
+    first; the best `RESCORE_OVERSAMPLING` × limit are then rescored with the stored vectors, so the scores
+    and their order are those of the stored vectors (`_RESCORED`).
+
+    Why for the `note` multivector: the note list scans every window of every note; at 30,000 notes (143k
+    windows) it took 5.2 ms instead of 14.3 ms, with the same top 40. Why for a plain vector (`use`, `e5`):
+    its HNSW walk reads a few thousand vectors per query, at random, from pages the kernel maps 64 KB at a
+    time; an int8 copy is a quarter of a float32 vector, so the walk touches a quarter of the pages and
+    computes each distance faster (issue 27's search time and a resident's RSS; docs/decisions/large-vaults.md).
+    Qdrant quantizes a segment when it optimises it: a small vault's appendable segment is scanned exactly as
+    before."""
     return qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=False, memory=_cold())
 
 
