@@ -49,13 +49,13 @@ in a later version differs from what an older store recorded, so `ensure` makes 
 
 SEARCH_EF = 768
 """Candidates a dense HNSW walk keeps (Qdrant's `hnsw_ef`; its default is the build's 128), in both adapters.
-USE's vectors crowd into a narrow cone, and with 128 the chunk list of an indexed store missed an eighth of the
-exact top 10:
-on msdocs (19,187 vectors, one indexed segment) recall@10 against the exact scan was 0.878 for 265 questions
-of the dev golden sets, 0.950 with 256, 0.979 with 512, 0.990 with 768 (the grid's smallest ≥ 0.98), 0.994
-with 1,024. Out of sample (msdocs' own 120 questions): 0.978 → 0.998 on msdocs, 0.981 → 1.000 at 30,000 notes;
-the list's cost 1.6 → 2.0 ms and 3.0 → 6.2 ms (docs/decisions/large-vaults.md). A segment under
-the full-scan threshold and the note list (no graph) are scanned whole: it changes nothing there."""
+
+Why wider than the default: USE's vectors crowd into a narrow cone, where a walk with few candidates stops early,
+and with 128 the chunk list of an indexed store (msdocs' 19k chunks) missed about an eighth of the exact top 10.
+768 is the smallest value of the measured grid whose recall@10 against the exact scan reached 0.98 on the dev
+sets' questions; on msdocs' own questions and at 30,000 notes the list is then the exact one in nearly every
+query, for a few ms more at 30k (figures: docs/decisions/large-vaults.md). A segment under the full-scan
+threshold and the note list (no graph) are scanned whole: it changes nothing there."""
 
 _BATCH = 256
 """Points per write call: large enough to amortise a round trip, small enough for one HTTP body."""
