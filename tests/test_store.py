@@ -515,6 +515,25 @@ def test_quantized_lists_are_the_exact_scan(tmp_path_factory, monkeypatch: pytes
                 assert hit.score == pytest.approx(float(plain[hit.payload["note_id"]] @ query), abs=1e-4)
 
 
+def test_a_store_without_int8_copies_keeps_its_walk(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store made before the int8 copies searches with Qdrant's defaults (its float32 walk, which `SEARCH_EF`
+    would make ~3x slower at 30k notes); one made now rescores and walks with `SEARCH_EF`."""
+    import mindnet.store.embedded as embedded
+
+    schema = StoreSchema(vectors=(VectorSpec("use", "fake-use@1", 4),), chunking_hash="c1")
+    with EdgeStore(tmp_path / "new") as store:
+        store.ensure(schema)
+        assert store._params("chunks", "use") is embedded._RESCORED
+        assert embedded._RESCORED.hnsw_ef == embedded.SEARCH_EF
+    monkeypatch.setattr(embedded, "_quantized", lambda: None)  # what an older release created
+    with EdgeStore(tmp_path / "old") as store:
+        store.ensure(schema)
+        assert store._params("chunks", "use") is None
+        store.upsert("chunks", [PointRecord("n1#c01", {"note_id": "n1"}, {"use": [1.0, 0.0, 0.0, 0.0]})])
+        hits = store.search_dense("chunks", "use", [1.0, 0.0, 0.0, 0.0], limit=1)
+        assert [h.payload["note_id"] for h in hits] == ["n1"]
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=st.lists(st.lists(st.sampled_from(["alpha", "beta", "gamma", "delta"]), max_size=3), max_size=30),
        word=st.sampled_from(["alpha", "beta", "gamma", "delta", "epsilon"]), cap=st.integers(0, 6))

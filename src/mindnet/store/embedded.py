@@ -114,6 +114,7 @@ class EdgeStore(Store):
         self._shards: dict[str, qe.EdgeShard] = {}
         self._pending: dict[str, int] = {}  # points written per collection since its shard was reopened
         self._markers: dict[str, bool] = {}  # whether a collection's shard carries the PRESENT vector
+        self._rescored: dict[str, frozenset[str]] = {}  # a collection's dense vectors with int8 copies
         self._wrote = False  # whether anything was written through this store (`close` flushes then)
         self.writes = 0
         self._loading = threading.Lock()
@@ -198,6 +199,7 @@ class EdgeStore(Store):
         shard = self._shards.pop(collection, None)
         self._pending.pop(collection, None)
         self._markers.pop(collection, None)
+        self._rescored.pop(collection, None)
         if shard is not None:
             shard.close()
         shutil.rmtree(self._dir(collection), ignore_errors=True)
@@ -208,9 +210,11 @@ class EdgeStore(Store):
         return {n: int(v["size"]) for n, v in (config.get("vectors") or {}).items()}
 
     def _drop_dense(self, collection: str, name: str) -> None:
+        self._rescored.pop(collection, None)
         self._update(collection, qe.UpdateOperation.delete_vector_name(name))
 
     def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:
+        self._rescored.pop(collection, None)
         self._update(collection, qe.UpdateOperation.create_dense_vector(
             name, dim, qe.Distance.Cosine, multivector_config=_multi(multi), datatype=_datatype(multi)))
 
@@ -256,6 +260,18 @@ class EdgeStore(Store):
         self._wrote = True
         self.writes += 1
         self._shard(collection).update(operation)
+
+    def _params(self, collection: str, using: str) -> qe.SearchParams | None:
+        """`_RESCORED` for a dense vector stored with an int8 copy; None (Qdrant's defaults) for one without.
+
+        Why not `SEARCH_EF` alone for the latter: a store made before the int8 copies walks float32 vectors,
+        and the wider walk made its chunk list ~3× slower at 30,000 notes; it keeps its old walk until
+        `mindnet import --full` rebuilds it with the copies (docs/decisions/large-vaults.md)."""
+        if collection not in self._rescored:
+            config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
+            self._rescored[collection] = frozenset(
+                n for n, v in (config.get("vectors") or {}).items() if v.get("quantization_config"))
+        return _RESCORED if using in self._rescored[collection] else None
 
     def _has_marker(self, collection: str) -> bool:
         if collection not in self._markers:
@@ -315,8 +331,9 @@ class EdgeStore(Store):
         if isinstance(vec, SparseVec):
             vec = qe.SparseVector(list(vec.indices), list(vec.values))
         payload: Any = True if fields is None else qe.PayloadSelector.Include(fields)
-        params = None if isinstance(vec, qe.SparseVector) else _RESCORED
-        hits = self._shard(collection).query(qe.QueryRequest(
+        shard = self._shard(collection)  # first: a missing store is its StoreError, not a missing config
+        params = None if isinstance(vec, qe.SparseVector) else self._params(collection, using)
+        hits = shard.query(qe.QueryRequest(
             limit=limit, query=qe.Query.Nearest(vec, using=using), filter=_edge_filter(flt),
             score_threshold=score_threshold, with_payload=payload, params=params))
         return [_scored(collection, h.score, h.payload) for h in hits]
@@ -326,10 +343,12 @@ class EdgeStore(Store):
                 weights: tuple[float, float] | None) -> list[ScoredPoint]:
         ef = _edge_filter(flt)
         sv = qe.SparseVector(list(sparse.indices), list(sparse.values))
-        hits = self._shard(collection).query(qe.QueryRequest(
+        shard = self._shard(collection)
+        hits = shard.query(qe.QueryRequest(
             limit=limit,
             prefetches=[
-                qe.Prefetch(limit=candidates, query=qe.Query.Nearest(vector, using=using), filter=ef, params=_RESCORED),
+                qe.Prefetch(limit=candidates, query=qe.Query.Nearest(vector, using=using), filter=ef,
+                            params=self._params(collection, using)),
                 qe.Prefetch(limit=candidates, query=qe.Query.Nearest(sv, using=SPARSE_VECTOR), filter=ef),
             ],
             query=qe.Fusion.Rrf(k=rrf_k, weights=list(weights) if weights else None),
