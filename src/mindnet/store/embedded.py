@@ -204,8 +204,12 @@ class EdgeStore(Store):
             shard.close()
         shutil.rmtree(self._dir(collection), ignore_errors=True)
 
+    def _config(self, collection: str) -> dict[str, Any]:
+        """The collection's `edge_config.json` as Edge keeps it: its vectors, their settings, its sparse vectors."""
+        return json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
+
     def _dense_names(self, collection: str) -> dict[str, int]:
-        config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
+        config = self._config(collection)
         self._shard(collection)  # take the lock early: a busy store fails here, not mid-import
         return {n: int(v["size"]) for n, v in (config.get("vectors") or {}).items()}
 
@@ -219,7 +223,7 @@ class EdgeStore(Store):
             name, dim, qe.Distance.Cosine, multivector_config=_multi(multi), datatype=_datatype(multi)))
 
     def _sparse_names(self, collection: str) -> set[str]:
-        config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
+        config = self._config(collection)
         return set(config.get("sparse_vectors") or {})
 
     def _add_sparse(self, collection: str, name: str) -> None:
@@ -268,7 +272,7 @@ class EdgeStore(Store):
         and the wider walk made its chunk list ~3× slower at 30,000 notes; it keeps its old walk until
         `mindnet import --full` rebuilds it with the copies (docs/decisions/large-vaults.md)."""
         if collection not in self._rescored:
-            config = json.loads((self._dir(collection) / "edge_config.json").read_text(encoding="utf-8"))
+            config = self._config(collection)
             self._rescored[collection] = frozenset(
                 n for n, v in (config.get("vectors") or {}).items() if v.get("quantization_config"))
         return _RESCORED if using in self._rescored[collection] else None
