@@ -41,6 +41,7 @@ from serve import p as pct
 DOCS = MSDOCS / "docs"
 """The 2,905 notes of the corpus (its SOURCE.md left out), as the issue measured them."""
 MINDNET = str(Path(sys.executable).with_name("mindnet"))
+IDLE_NOTE = "IDLE_RELEASE_SECONDS + 1.5 s after the last search"
 QUERIES = ("Besprechung planen", "Anrufweiterleitung einrichten", "Teams Räume Geräte", "Richtlinien für Chats",
            "Skype for Business Migration", "Gastzugriff aktivieren", "Telefonnummern zuweisen", "Livestream",
            "Wie konfiguriere ich Direct Routing?", "Aufbewahrungsrichtlinien für Teams")
@@ -98,6 +99,17 @@ def searches(server: Served, rounds: int) -> list[float]:
     return out
 
 
+def at_rest(server: Served, key: str) -> dict[str, float]:
+    """RSS and its parts once the server has been idle long enough to let go of the store's pages
+    (`service.IDLE_RELEASE_SECONDS`, and a second more): what a server holds between uses."""
+    from mindnet.service import IDLE_RELEASE_SECONDS
+
+    time.sleep(IDLE_RELEASE_SECONDS + 1.5)
+    parts = server.rss_parts_mb()
+    return {f"{key}_mb": parts["VmRSS"], f"{key}_anon_mb": parts.get("RssAnon", float("nan")),
+            f"{key}_file_mb": parts.get("RssFile", float("nan"))}
+
+
 def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict[str, float]:
     """Serve RSS once warmed up, search latency, and RSS after `edits` edits in `rounds` waited-for rounds."""
     server = Served(vault, log, store=store, command=[MINDNET], timeout=600)
@@ -111,6 +123,7 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
                "rss_file_warm_mb": parts.get("RssFile", float("nan"))}
         took = searches(server, 5)
         out |= {"search_p50_ms": pct(took, 0.5) * 1000, "search_p95_ms": pct(took, 0.95) * 1000}
+        out |= at_rest(server, "rss_rest")
         if edits:
             notes = sorted(p for p in vault.rglob("*.md") if ".mindnet" not in p.parts)
             per_round = max(1, edits // max(1, rounds))
@@ -128,6 +141,7 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
             out |= {"rss_edits_mb": rss[-1], "rss_edits_min_mb": min(rss), "rss_edits_max_mb": max(rss)}
             searches(server, 1)  # what a user who searches between saves sees
             out["rss_edits_searched_mb"] = server.rss_mb()
+            out |= at_rest(server, "rss_edits_rest")
         return out
     finally:
         server.stop()
@@ -205,6 +219,15 @@ def main() -> None:
           f"serve RSS x{large['rss_warm_mb'] / small['rss_warm_mb']:.2f}, "
           f"search p50 x{large['search_p50_ms'] / small['search_p50_ms']:.2f}, "
           f"import s/note x{(large['import_s'] / large['notes']) / (small['import_s'] / small['notes']):.2f}")
+    rest = own["rss_rest_mb"]
+    print(f"at rest (idle {IDLE_NOTE}): models' own {rest:.0f} MB; "
+          + "; ".join(f"{r['notes']} notes {r['rss_rest_mb']:.0f} MB (anon {r['rss_rest_anon_mb']:.0f} / file "
+                      f"{r['rss_rest_file_mb']:.0f}), {(r['rss_rest_mb'] - rest) * 1024 / r['notes']:.1f} KB/note more"
+                      for r in rows))
+    if "rss_edits_rest_mb" in large:
+        print(f"  at rest after the {args.edits} edits and a round of searches: {large['rss_edits_rest_mb']:.0f} MB "
+              f"({(large['rss_edits_rest_mb'] - large['rss_rest_mb']) / large['rss_rest_mb'] * 100:+.1f} % of at rest "
+              "before them)")
     if "rss_edits_mb" in large:
         warm = large["rss_warm_mb"]
         drift = (large["rss_edits_max_mb"] - large["rss_edits_min_mb"]) / warm * 100

@@ -453,14 +453,22 @@ class Index:
         return summary
 
     def release_memory(self) -> None:
-        """Hand what the last operation freed back to the system: collect Python's cycles, then let glibc
-        return its free arenas (`store.release_freed_memory`). A resident calls it after each import: a
-        parse's and a write batch's memory otherwise stayed with the process, growing it edit by edit
-        until the largest import it ever ran (issue 27)."""
+        """Hand what the last operation freed back to the system: collect Python's cycles, let glibc return
+        its free arenas (`store.release_freed_memory`) and unmap the store's file pages (`Store.release_pages`).
+        A resident calls it after each import and when idle: a parse's and a write batch's memory otherwise
+        stayed with the process, growing it edit by edit until the largest import it ever ran, and every
+        store page a search or an import touched stayed counted in its memory (issue 27)."""
         import gc
 
         gc.collect()
         release_freed_memory()
+        if self._store is not None:
+            self._store.release_pages()
+
+    def store_used(self) -> float:
+        """`time.monotonic()` of the store's latest call, by any thread (0.0: none yet). A resident lets go
+        of the store's pages once it has been idle a while (`service.IDLE_RELEASE_SECONDS`)."""
+        return self._store.used if self._store is not None else 0.0
 
     def fill_e5(self, progress: Progress | None = None, stop: Callable[[], bool] | None = None,
                 batch_seconds: float | None = None) -> int:

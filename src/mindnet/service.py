@@ -35,6 +35,10 @@ log = logging.getLogger("mindnet.serve")
 E5_BATCH_SECONDS = 0.1
 """How long one e5 batch of the background fill should take: a saved note's import waits for the
 batch in flight, and a save should be searchable within a second (issue 26)."""
+IDLE_RELEASE_SECONDS = 2.0
+"""Seconds without a search or a write after which a resident lets go of the store's pages (issue 27): a
+warm 30,000-note store held ~1 GB of them, most read once on opening; the next search maps what it needs
+again, a millisecond or two more (docs/decisions/large-vaults.md)."""
 AFTER_READY_GRACE = 0.3
 """Seconds a resident leaves to the first requests once it says ready before its own background work
 (the catch-up import, the writer's models) starts: both hold Python's lock, and a client that waited for
@@ -162,6 +166,8 @@ class Resident:
         self._writes_allowed = threading.Event()
         """Cleared while a warm-up of an existing store runs: the writer starts after it."""
         self._writes_allowed.set()
+        self._released_after = -1.0
+        """`Index.store_used` when the resident last let go of the store's pages (`_release_when_idle`)."""
         self._problems: frozenset[str] = frozenset()
         """The previous import's problem lines: each is logged when it first appears, not on every save."""
 
@@ -299,9 +305,25 @@ class Resident:
                 continue
             if self._e5_step():
                 continue
+            wait = self._release_when_idle()
             with self._wake:
                 if not self._wanted and not self._stop.is_set():
-                    self._wake.wait()
+                    self._wake.wait(wait)
+
+    def _release_when_idle(self) -> float:
+        """Let go of the store's pages and freed memory (`Index.release_memory`) once the store has not been
+        used for `IDLE_RELEASE_SECONDS` since it was last used; the seconds until the next look.
+
+        On the writer's thread, so no import unmaps a range meanwhile; the store's lock keeps searches out."""
+        used = self.index.store_used()
+        if used == self._released_after:
+            return IDLE_RELEASE_SECONDS
+        idle = time.monotonic() - used
+        if idle < IDLE_RELEASE_SECONDS:
+            return IDLE_RELEASE_SECONDS - idle
+        self.index.release_memory()
+        self._released_after = used
+        return IDLE_RELEASE_SECONDS
 
     def _next_import(self) -> bool:
         """Run the waiting import, if any; True when one ran."""

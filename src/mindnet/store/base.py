@@ -204,6 +204,14 @@ class Store(ABC):
     def flush(self) -> None:  # noqa: B027 - optional: a server store writes through, nothing to do
         """Write what is buffered to disk now, so that `close` has less left to do (Edge; a server: nothing)."""
 
+    used: float = 0.0
+    """`time.monotonic()` of the store's latest call (Edge; 0.0: none yet, or a store that does not say)."""
+
+    def release_pages(self) -> int:
+        """Let go of the store's file pages this process maps (Edge: `embedded.release_mapped_pages`), in
+        bytes; a server store maps nothing: 0."""
+        return 0
+
     @abstractmethod
     def close(self) -> None:
         """Flush and release the store (Edge: its WAL locks); the object is unusable afterwards."""

@@ -154,6 +154,7 @@ class EdgeStore(Store):
         return collection in self._shards or (self._dir(collection) / "edge_config.json").is_file()
 
     def _shard(self, collection: str) -> qe.EdgeShard:
+        self.used = time.monotonic()
         shard = self._shards.get(collection)
         if shard is not None:
             return shard
@@ -371,6 +372,9 @@ class EdgeStore(Store):
         for shard in self._shards.values():
             shard.flush()
 
+    def release_pages(self) -> int:
+        return release_mapped_pages(self.path)
+
     def close(self) -> None:
         shards, self._shards = self._shards, {}
         if self.leave_to_exit and not self._wrote:
@@ -380,6 +384,41 @@ class EdgeStore(Store):
             shard.close()
         if shards:
             release_freed_memory()
+
+
+MADV_DONTNEED = 4
+"""Linux's `madvise` advice that unmaps a range's pages from the process; a shared file's stay in the page cache."""
+
+
+def release_mapped_pages(folder: Path) -> int:
+    """Unmap from this process every page of the files under `folder` it has mapped shared; bytes let go.
+
+    Why: Edge reads its segment files through shared maps, and every page a process has touched (64 KB
+    around each fault of a cached file) counts in its resident memory until the map goes: a store opened
+    and searched holds hundreds of MB of pages it will not touch again (opening reads id tracker and
+    indexes once; a search reads a few vectors in each block). Unmapping them loses nothing: a shared
+    map's pages, dirty ones too, live in the page cache, which keeps them as long as memory allows, and
+    a later read maps them again (a minor fault, a millisecond or two for a search). Only shared maps of
+    the store's own files are touched; a private map (copy-on-write) would lose its writes, so it is
+    left alone. Call it where no other thread can unmap and reuse a range meanwhile: under the store's
+    lock or on the one thread that uses the store. A no-op (0) where there is no /proc or no libc.
+    """
+    try:
+        maps = Path("/proc/self/maps").read_text(encoding="utf-8", errors="replace")
+        madvise = ctypes.CDLL("libc.so.6", use_errno=True).madvise
+    except (OSError, AttributeError):
+        return 0
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    root = os.path.realpath(folder) + os.sep
+    released = 0
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or fields[1][3:4] != "s" or not fields[5].startswith(root):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        if madvise(start, end - start, MADV_DONTNEED) == 0:
+            released += end - start
+    return released
 
 
 def release_freed_memory() -> None:
