@@ -40,6 +40,10 @@ indexing threshold; a collection of payloads alone would stay in the appendable 
 payload index held in memory (233k edges of a 10k-note vault: ~500 MB, and a second to load). The marker
 gives the optimiser something to count. Stores created before it have no marker and keep working."""
 
+RELEASE_POINTS = 4096
+"""Points written between two `release_pages` of a writing store: an import's pages of the segments it
+writes and reads (every edge and chunk of a 30,000-note vault) otherwise all stayed counted in its memory;
+a release costs a read of /proc/self/maps and a few hundred `madvise` calls, a millisecond or two."""
 SETTLE_POINTS = 20_000
 """Points written to one collection between two settles in a bulk import: optimise what was written into
 bounded immutable segments, reopen the shard and hand freed memory back, so that an import's peak memory is
@@ -116,6 +120,7 @@ class EdgeStore(Store):
         self._markers: dict[str, bool] = {}  # whether a collection's shard carries the PRESENT vector
         self._rescored: dict[str, frozenset[str]] = {}  # a collection's dense vectors with int8 copies
         self._wrote = False  # whether anything was written through this store (`close` flushes then)
+        self._unreleased = 0  # points written since the store's pages were last let go (`RELEASE_POINTS`)
         self.writes = 0
         self._loading = threading.Lock()
         """Held while a shard loads: a search's e5 list (on the index's executor) and its other lists (on the
@@ -257,8 +262,11 @@ class EdgeStore(Store):
             points.append(qe.Point(pid, vector, payload))
         self._update(collection, qe.UpdateOperation.upsert_points(points))
         self._pending[collection] = self._pending.get(collection, 0) + len(points)
+        self._unreleased += len(points)
         if self._pending[collection] >= SETTLE_POINTS:
             self._settle(collection)
+        if self._unreleased >= RELEASE_POINTS:
+            self.release_pages()
 
     def _update(self, collection: str, operation: qe.UpdateOperation) -> None:
         """Every write goes through here, so that `close` knows whether this store has anything to flush."""
@@ -297,6 +305,7 @@ class EdgeStore(Store):
         for attempt in range(50):  # a reader (a cold `mindnet search`) may hold the shard for a moment
             try:
                 self._shard(collection)
+                self.release_pages()  # what the optimiser and the reopening read is not needed again
                 return
             except StoreError:
                 if attempt == 49:
@@ -373,6 +382,7 @@ class EdgeStore(Store):
             shard.flush()
 
     def release_pages(self) -> int:
+        self._unreleased = 0
         return release_mapped_pages(self.path)
 
     def close(self) -> None:
