@@ -38,7 +38,7 @@ batch in flight, and a save should be searchable within a second (issue 26)."""
 IDLE_RELEASE_SECONDS = 2.0
 """Seconds without a search or a write after which a resident lets go of the store's pages (issue 27): a
 warm 30,000-note store held ~1 GB of them, most read once on opening; the next search maps what it needs
-again, a millisecond or two more (docs/decisions/large-vaults.md)."""
+again, a few ms more on its first round (docs/decisions/large-vaults.md)."""
 AFTER_READY_GRACE = 0.3
 """Seconds a resident leaves to the first requests once it says ready before its own background work
 (the catch-up import, the writer's models) starts: both hold Python's lock, and a client that waited for

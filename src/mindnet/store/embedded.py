@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import shutil
@@ -408,16 +409,20 @@ def release_mapped_pages(folder: Path) -> int:
     and searched holds hundreds of MB of pages it will not touch again (opening reads id tracker and
     indexes once; a search reads a few vectors in each block). Unmapping them loses nothing: a shared
     map's pages, dirty ones too, live in the page cache, which keeps them as long as memory allows, and
-    a later read maps them again (a minor fault, a millisecond or two for a search). Only shared maps of
-    the store's own files are touched; a private map (copy-on-write) would lose its writes, so it is
-    left alone. Call it where no other thread can unmap and reuse a range meanwhile: under the store's
-    lock or on the one thread that uses the store. A no-op (0) where there is no /proc or no libc.
+    a later read maps them again (minor faults: the first search after a release is a few ms slower).
+    Only shared maps of the store's own files are touched; a private map (copy-on-write) would lose its
+    writes, so it is left alone. Call it where no other thread can unmap and reuse a range meanwhile:
+    under the store's lock or on the one thread that uses the store. Returns the size of the maps advised
+    (pages not resident count too); 0 where there is no /proc or no glibc.
     """
+    libc = _libc()
     try:
         maps = Path("/proc/self/maps").read_text(encoding="utf-8", errors="replace")
-        madvise = ctypes.CDLL("libc.so.6", use_errno=True).madvise
-    except (OSError, AttributeError):
+    except OSError:
         return 0
+    if libc is None:
+        return 0
+    madvise = libc.madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     root = os.path.realpath(folder) + os.sep
     released = 0
@@ -435,8 +440,19 @@ def release_freed_memory() -> None:
     """Hand freed memory back to the system (glibc keeps freed arenas otherwise: after an optimise,
     hundreds of MB stay in a process that holds nothing; after a resident's import, what its parse and
     write batches held). A no-op where there is no glibc."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    libc = _libc()
+    if libc is not None:
+        with contextlib.suppress(AttributeError):
+            libc.malloc_trim(0)
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    """glibc, loaded once for `release_freed_memory` and `release_mapped_pages`; None where there is none."""
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        return None
 
 
 def _own(vector: Any) -> Any:
