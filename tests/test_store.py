@@ -4,6 +4,7 @@ server when MINDNET_TEST_QDRANT_URL is set (R16, R17, R20, R22)."""
 from __future__ import annotations
 
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -775,3 +776,37 @@ def test_pages_released_between_writes_lose_nothing(tmp_path_factory, monkeypatc
         edges = {p.id: p.payload["kind"] for p in store.scroll("edges")}
     assert chunks == {f"n{i}#c01": text for i, text in live.items()}
     assert edges == {f"e{i}": text for i, text in live.items()}
+
+
+_LARGE_BLOCK_PROBE = """
+import ctypes, sys
+from mindnet.store import map_large_blocks
+
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+libc.malloc.restype, libc.malloc.argtypes, libc.free.argtypes = ctypes.c_void_p, [ctypes.c_size_t], [ctypes.c_void_p]
+if sys.argv[1] == "fixed":
+    assert map_large_blocks()
+libc.free(libc.malloc(8 << 20))  # a large block freed: glibc's own threshold rises past it
+before = libc.mallinfo2().hblks
+block = libc.malloc(2 << 20)
+print(libc.mallinfo2().hblks - before)
+libc.free(block)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the threshold is glibc's")
+def test_a_resident_maps_large_blocks_on_their_own_after_glibc_would_have_stopped() -> None:
+    """After a large block is freed, glibc serves the next ones from its heap, where what an import frees
+    stays resident between the blocks that outlive it; with `map_large_blocks` each is its own mapping."""
+    def mapped(mode: str) -> int:
+        done = subprocess.run([sys.executable, "-c", _LARGE_BLOCK_PROBE, mode], capture_output=True, text=True,
+                              timeout=60, check=True)
+        return int(done.stdout.strip())
+
+    assert mapped("glibc") == 0
+    assert mapped("fixed") == 1
