@@ -140,7 +140,6 @@ class Resident:
             loading: the models' preload (`preload_models(settings, vault=...)`) the caller started before
                 it imported the index stack; the warm-up then waits for that one instead of starting its own.
         """
-        map_large_blocks()  # imports edit after edit: what they free must leave the process (issue 27)
         self.index = Index(vault, settings, embedder=embedder, e5=e5_model, shared=True)
         self.root = self.index.root
         self.settings = settings
@@ -172,6 +171,8 @@ class Resident:
         """`Index.store_used` when the resident last let go of the store's pages (`_release_when_idle`)."""
         self._problems: frozenset[str] = frozenset()
         """The previous import's problem lines: each is logged when it first appears, not on every save."""
+        self._large_blocks_mapped = False
+        """Whether glibc's mmap threshold is fixed yet (`_import`)."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -356,13 +357,21 @@ class Resident:
 
     def _import(self, full: bool) -> ImportSummary:
         """One import; then what it freed goes back to the system (`Index.release_memory`), whether it
-        succeeded or not: a long watch session otherwise kept the peak of the largest import it ran."""
+        succeeded or not: a long watch session otherwise kept the peak of the largest import it ran.
+
+        After the first (the catch-up at start), glibc's mmap threshold is fixed (`store.map_large_blocks`), so
+        that what the imports of later saves free leaves the process instead of fragmenting its heap; not
+        before it: the models and the first search load faster under glibc's own rule (MCP's first search
+        1.41–1.64 s against 1.77–2.09 s with the threshold fixed from the start; docs/decisions/large-vaults.md)."""
         self.state.importing = True
         try:
             return self.index.import_vault(full=full, e5=False)
         finally:
             self.state.importing = False
             self.index.release_memory()
+            if not self._large_blocks_mapped:
+                self._large_blocks_mapped = True
+                map_large_blocks()
 
     def _log_new_problems(self, problems: list[str]) -> None:
         """One warning per problem line (a note that failed to read, a skipped duplicate) new since the
