@@ -804,11 +804,11 @@ def mapped() -> int:
 
 
 if sys.argv[1] == "resident":  # a resident's first import (a tiny vault, the fake model), then its rule
-    import pathlib, tempfile
+    import pathlib
     sys.path.insert(0, sys.argv[2])
     from fakes import FakeEmbedder
     from mindnet import Resident, Settings
-    root = pathlib.Path(tempfile.mkdtemp())
+    root = pathlib.Path(sys.argv[3])
     (root / "vault").mkdir()
     (root / "vault" / "a.md").write_text("# A" + chr(10) * 2 + "Text." + chr(10), encoding="utf-8")
     resident = Resident(root / "vault", Settings(store_path=str(root / "store")), watch=False, e5=False,
@@ -836,9 +836,9 @@ def test_a_resident_maps_large_blocks_on_their_own_after_glibc_would_have_stoppe
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the threshold is glibc's")
-def test_a_resident_fixes_the_threshold_once_its_first_import_is_done() -> None:
+def test_a_resident_fixes_the_threshold_once_its_first_import_is_done(tmp_path) -> None:
     """Not before: the models and the first search load faster under glibc's own rule (issue 26)."""
     tests = str(Path(__file__).resolve().parent)
-    done = subprocess.run([sys.executable, "-c", _LARGE_BLOCK_PROBE, "resident", tests], capture_output=True,
-                          text=True, timeout=120, check=True)
+    done = subprocess.run([sys.executable, "-c", _LARGE_BLOCK_PROBE, "resident", tests, str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split()[-2:] == ["0", "1"]

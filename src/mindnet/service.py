@@ -171,8 +171,6 @@ class Resident:
         """`Index.store_used` when the resident last let go of the store's pages (`_release_when_idle`)."""
         self._problems: frozenset[str] = frozenset()
         """The previous import's problem lines: each is logged when it first appears, not on every save."""
-        self._large_blocks_mapped = False
-        """Whether glibc's mmap threshold is fixed yet (`_import`)."""
 
     # -- lifecycle ---------------------------------------------------------------------------------
 
@@ -369,9 +367,7 @@ class Resident:
         finally:
             self.state.importing = False
             self.index.release_memory()
-            if not self._large_blocks_mapped:
-                self._large_blocks_mapped = True
-                map_large_blocks()
+            map_large_blocks()  # idempotent: the first call is the one that matters
 
     def _log_new_problems(self, problems: list[str]) -> None:
         """One warning per problem line (a note that failed to read, a skipped duplicate) new since the

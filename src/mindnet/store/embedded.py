@@ -416,11 +416,11 @@ def release_mapped_pages(folder: Path) -> int:
     (pages not resident count too); 0 where there is no /proc or no glibc.
     """
     libc = _libc()
+    if libc is None:
+        return 0
     try:
         maps = Path("/proc/self/maps").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return 0
-    if libc is None:
         return 0
     madvise = libc.madvise
     madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
