@@ -26,7 +26,6 @@ from typing import Any, Literal, TypeAlias
 from ..config import Settings
 from ..embedding import Embedder
 from ..errors import MindnetError
-from ..graph import STRUCTURAL_KINDS
 from ..points import DENSE_VECTOR, E5_VECTOR, NOTE_VECTOR
 from ..store import (
     NOTE_SPARSE,
@@ -489,6 +488,8 @@ class Searcher:
 
     def _linked_notes(self, top_notes: Mapping[str, float]) -> dict[str, float]:
         """Notes linked from or to the top notes, each with the score of its best linking top note."""
+        from ..graph import STRUCTURAL_KINDS  # here, not at the top: a search without `expand` needs no graph module
+
         if not top_notes:
             return {}
         ids = tuple(top_notes)
