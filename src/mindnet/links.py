@@ -357,7 +357,7 @@ def fold(text: str) -> str:
 
     Cached for the link targets a batch repeats; small, because every import builds its `Resolver` over the
     whole vault (four keys a note): at 30,000 notes a cache of 65,536 kept ~20 MB of strings in a resident
-    from its first edit on and never hit for them (120,000 keys in turn), while a miss costs about a
+    from its first edit on and never hit for them (120,000 keys in turn), while a miss costs under a
     microsecond (docs/decisions/large-vaults.md)."""
     return unicodedata.normalize("NFC", unicodedata.normalize("NFC", text).casefold())
 
