@@ -364,6 +364,49 @@ def test_a_reader_leaves_its_shards_to_the_exit_and_a_writer_closes_them(tmp_pat
     assert left == {}
 
 
+
+class _RecordingShard:
+    """An Edge shard that notes every update and its closing, and passes them on."""
+
+    def __init__(self, shard: object, calls: list[object]) -> None:
+        self._shard = shard
+        self.calls = calls
+
+    def update(self, operation: object) -> None:
+        self.calls.append(operation)
+        self._shard.update(operation)  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        self.calls.append("close")
+        self._shard.close()  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._shard, name)
+
+
+def test_a_shard_written_to_closes_on_an_empty_operation(tmp_path) -> None:
+    """Edge reads a shard's last logged operation back each time it loads it, so a store ends every shard it
+    wrote to with `LAST_OPERATION` (a deletion of the nil id, which no point has) and leaves one it only read
+    as it was: the next load then decodes an empty deletion instead of the import's last batch."""
+    from mindnet.store import embedded
+
+    path = tmp_path / "store"
+    with EdgeStore(path, prefix="v") as store:
+        store.ensure(SCHEMA)
+        store.upsert("chunks", CHUNKS)
+    calls: dict[str, list[object]] = {"chunks": [], "notes": []}
+    with EdgeStore(path, prefix="v") as store:
+        for name, seen in calls.items():
+            store._shards[name] = _RecordingShard(store._shard(name), seen)  # type: ignore[assignment]
+        store.delete_ids("chunks", [CHUNKS[0].id])
+        assert store.count("notes") == 0  # read only
+    assert calls["chunks"][-2:] == [embedded.LAST_OPERATION, "close"]
+    assert calls["notes"] == ["close"]
+    with EdgeStore(path, prefix="v") as store:  # the empty deletion removed nothing
+        assert store.count("chunks") == len(CHUNKS) - 1
+        store._shards["chunks"] = _RecordingShard(store._shard("chunks"), seen := [])  # type: ignore[assignment]
+    assert seen == ["close"]  # a reader adds nothing to the log
+
 def test_two_threads_asking_for_a_shard_not_loaded_yet_share_one_load(tmp_path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A search's e5 list runs on the index's executor beside its other lists: on a store opened a moment

@@ -50,6 +50,13 @@ SETTLE_POINTS = 20_000
 bounded immutable segments, reopen the shard and hand freed memory back, so that an import's peak memory is
 set by this figure and not by the vault (issue 27)."""
 
+LAST_OPERATION = qe.UpdateOperation.delete_points(["00000000-0000-0000-0000-000000000000"])
+"""What a shard written to is given last before it closes: the deletion of a point that cannot exist (every point
+id is a UUID of version 5, never the nil one). Edge keeps a shard's last operation in its write-ahead log and reads
+it back each time the shard loads, so without this every load decoded the last batch of an import again: on the
+chunks of a 200-note vault ~16 ms of the 80 a cold search spends loading them, with Python's lock held (the
+batch's vectors, payloads and text index entries; docs/decisions/large-vaults.md)."""
+
 REOPEN_AFTER = 2_000
 """Points written since the last reopen above which `optimize` also reopens: small saves (watch mode) keep
 their shard open; a large import drops the pages its optimiser touched."""
@@ -121,6 +128,7 @@ class EdgeStore(Store):
         self._markers: dict[str, bool] = {}  # whether a collection's shard carries the PRESENT vector
         self._rescored: dict[str, frozenset[str]] = {}  # a collection's dense vectors with int8 copies
         self._wrote = False  # whether anything was written through this store (`close` flushes then)
+        self._written: set[str] = set()  # collections updated since their shard was loaded (`LAST_OPERATION`)
         self._unreleased = 0  # points written since the store's pages were last let go (`RELEASE_POINTS`)
         self.writes = 0
         self._loading = threading.Lock()
@@ -207,6 +215,7 @@ class EdgeStore(Store):
         self._pending.pop(collection, None)
         self._markers.pop(collection, None)
         self._rescored.pop(collection, None)
+        self._written.discard(collection)
         if shard is not None:
             shard.close()
         shutil.rmtree(self._dir(collection), ignore_errors=True)
@@ -274,6 +283,7 @@ class EdgeStore(Store):
         self._wrote = True
         self.writes += 1
         self._shard(collection).update(operation)
+        self._written.add(collection)
 
     def _params(self, collection: str, using: str) -> qe.SearchParams | None:
         """`_RESCORED` for a dense vector stored with an int8 copy; None (Qdrant's defaults) for one without.
@@ -301,7 +311,7 @@ class EdgeStore(Store):
             return
         self._wrote = True
         shard.optimize()
-        shard.close()
+        self._close_shard(collection, shard)
         release_freed_memory()
         for attempt in range(50):  # a reader (a cold `mindnet search`) may hold the shard for a moment
             try:
@@ -391,10 +401,19 @@ class EdgeStore(Store):
         if self.leave_to_exit and not self._wrote:
             _LEFT_FOR_EXIT.update((str(self._dir(c)), shard) for c, shard in shards.items())
             return
-        for shard in shards.values():
-            shard.close()
+        for collection, shard in shards.items():
+            self._close_shard(collection, shard)
         if shards:
             release_freed_memory()
+
+    def _close_shard(self, collection: str, shard: qe.EdgeShard) -> None:
+        """Close a shard, ending it with `LAST_OPERATION` when it was written to since it loaded."""
+        try:
+            if collection in self._written:
+                self._written.discard(collection)
+                shard.update(LAST_OPERATION)
+        finally:
+            shard.close()
 
 
 MADV_DONTNEED = 4
