@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from pathlib import Path
@@ -298,3 +299,9 @@ def test_slim_notes_get_the_ids_and_problems_whole_notes_get(files: list[tuple[s
     assert [(n.path, n.note_id) for n in slim] == [(n.path, n.note_id) for n in whole]
     assert slim_problems == whole_problems
     assert all(n.fulltext == "" and set(n.frontmatter) <= {"id"} for n in slim)
+    for note in notes:  # a slim note is slim already: it comes back as it is, equal to a slimming of it
+        once = slim_note(note)
+        assert slim_note(once) is once
+        assert once == dataclasses.replace(note, fulltext="", warnings=(),
+                                           frontmatter={k: v for k, v in note.frontmatter.items() if k == "id"},
+                                           field_lines={k: v for k, v in note.field_lines.items() if k == "id"})
