@@ -364,7 +364,6 @@ def test_a_reader_leaves_its_shards_to_the_exit_and_a_writer_closes_them(tmp_pat
     assert left == {}
 
 
-
 class _RecordingShard:
     """An Edge shard that notes every update and its closing, and passes them on."""
 
@@ -406,6 +405,7 @@ def test_a_shard_written_to_closes_on_an_empty_operation(tmp_path) -> None:
         assert store.count("chunks") == len(CHUNKS) - 1
         store._shards["chunks"] = _RecordingShard(store._shard("chunks"), seen := [])  # type: ignore[assignment]
     assert seen == ["close"]  # a reader adds nothing to the log
+
 
 def test_two_threads_asking_for_a_shard_not_loaded_yet_share_one_load(tmp_path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:

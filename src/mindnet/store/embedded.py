@@ -53,9 +53,9 @@ set by this figure and not by the vault (issue 27)."""
 LAST_OPERATION = qe.UpdateOperation.delete_points(["00000000-0000-0000-0000-000000000000"])
 """What a shard written to is given last before it closes: the deletion of a point that cannot exist (every point
 id is a UUID of version 5, never the nil one). Edge keeps a shard's last operation in its write-ahead log and reads
-it back each time the shard loads, so without this every load decoded the last batch of an import again: on the
-chunks of a 200-note vault ~16 ms of the 80 a cold search spends loading them, with Python's lock held (the
-batch's vectors, payloads and text index entries; docs/decisions/large-vaults.md)."""
+it back each time the shard loads, so without this every load decoded and applied an import's last batch again
+(its vectors, payloads and text index entries), with Python's lock held: a fifth of a cold search's load of the
+chunks (docs/benchmarks.md, "Start-up")."""
 
 REOPEN_AFTER = 2_000
 """Points written since the last reopen above which `optimize` also reopens: small saves (watch mode) keep
