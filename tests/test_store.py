@@ -379,6 +379,10 @@ class _RecordingShard:
         self.calls.append("close")
         self._shard.close()  # type: ignore[attr-defined]
 
+    def optimize(self) -> bool:
+        self.calls.append("optimize")
+        return bool(self._shard.optimize())  # type: ignore[attr-defined]
+
     def __getattr__(self, name: str) -> object:
         return getattr(self._shard, name)
 
@@ -405,6 +409,24 @@ def test_a_shard_written_to_closes_on_an_empty_operation(tmp_path) -> None:
         assert store.count("chunks") == len(CHUNKS) - 1
         store._shards["chunks"] = _RecordingShard(store._shard("chunks"), seen := [])  # type: ignore[assignment]
     assert seen == ["close"]  # a reader adds nothing to the log
+
+
+def test_a_settle_lets_go_of_the_mapped_pages_before_it_optimises(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: what an import read and wrote since the last release must not stay mapped through a settle's
+    optimisation (at the end of a 30,000-note import, the edges the note points read lay beside the segment being
+    built, the import's peak), so a settle lets the store's pages go first."""
+    from mindnet.store import embedded
+
+    monkeypatch.setattr(embedded, "SETTLE_POINTS", 3)
+    calls: list[object] = []
+    with EdgeStore(tmp_path / "store", prefix="v") as store:
+        store.ensure(SCHEMA)
+        store._shards["chunks"] = _RecordingShard(store._shard("chunks"), calls)  # type: ignore[assignment]
+        monkeypatch.setattr(store, "release_pages", lambda: calls.append("release") or 0)
+        store.upsert("chunks", CHUNKS)  # 5 points: one settle
+        named = [c for c in calls if isinstance(c, str)]  # the upsert's own operation comes first
+        assert named[:2] == ["release", "optimize"] and named.count("optimize") == 1
+        assert store.count("chunks") == len(CHUNKS)
 
 
 def test_two_threads_asking_for_a_shard_not_loaded_yet_share_one_load(tmp_path,
