@@ -8,6 +8,8 @@ Commands, run from the repo root:
     .venv/bin/python bench/search.py loo [--work DIR] [--cells foam,rust,xquad] [--max-queries N] [--variants] [--floor]
         [--e5 [--e5-fixed] [--e5-latency CELL]]
     .venv/bin/python bench/search.py heldout [--work DIR] [--cells msdocs,zettlr] [--e5] [--out FILE]
+    .venv/bin/python bench/search.py singles [--work DIR] [--cells foam,rust,xquad] [--heldout msdocs,zettlr]
+        [--out FILE]
     .venv/bin/python bench/search.py latency [--sizes 1000,10000,100000] [--queries 50] [--e5 [--parts]] [--keep DIR]
     .venv/bin/python bench/search.py threaded-check --work COPY_OF_LOO_E5_WORK
 
@@ -100,6 +102,7 @@ from typing import Any
 import numpy as np
 
 import cells
+import plain_bm25
 import variants
 from mindnet import quality_tier
 from mindnet.api import Index
@@ -144,6 +147,7 @@ from mindnet.store import (
     PointRecord,
     ScoredPoint,
     SparseVec,
+    Store,
     StoreSchema,
     VectorSpec,
     lexical_document,
@@ -653,6 +657,8 @@ class CellLists:
     fixed: Replay
     searcher: Searcher
     """The real store's searcher (still open): the variants read its chunks."""
+    fixed_store: Store
+    """The fixed-window baseline's store (still open): the plain BM25 baseline reads its windows."""
 
 
 def loo_cells(prefixes: str) -> list[cells.CellSpec]:
@@ -678,15 +684,35 @@ def fetch_cells(stack: contextlib.ExitStack, args: argparse.Namespace,
         real, base, key = corpora[spec.corpus]
         queries = cells.cell_queries(spec, real, args.max_queries, limit_queries)
         out.append(CellLists(spec.name, _fetch(spec.name, real, queries, key),
-                             _fetch(f"{spec.name} (fixed)", base, queries, key), real))
+                             _fetch(f"{spec.name} (fixed)", base, queries, key), real, base.store))
     return out
+
+
+PLAIN_BM25 = "bm25 plain (fixed)"
+"""The label of issue 25's naive lexical baseline (`plain_bm25`): no stemming, no stop words, over the
+fixed windows. Reported beside the lists, never a yardstick of the selection rule (`SINGLES`)."""
+
+
+def plain_bm25_metrics(cl: CellLists) -> dict[str, Metrics]:
+    """Issue 25's naive lexical baseline on a cell: plain BM25 over the fixed store's windows, each note
+    by its best window, judged like every other list (`metrics_of`)."""
+    r = cl.fixed
+
+    def key(payload: dict[str, Any]) -> str:
+        return r.key.get(str(payload.get("path")), "") if r.key is not None else str(payload.get("note_id"))
+
+    windows = [plain_bm25.Window(key(p.payload), str(p.payload.get("text", "")))
+               for p in cl.fixed_store.scroll("chunks", fields=["text", "note_id", "path"])]
+    return metrics_of(r, plain_bm25.rankings(windows, [q.query for q in r.queries]))
 
 
 def single_scores(cl: CellLists) -> dict[str, float]:
     """nDCG@5 of each single list of a cell (knob-free: one list, ranked per note by its best chunk), then
-    the note-level lists alone and each kind's lists fused by plain RRF (mindnet's dense and BM25)."""
+    the note-level lists alone and each kind's lists fused by plain RRF (mindnet's dense and BM25), and
+    issue 25's naive lexical baseline (`PLAIN_BM25`)."""
     out = {"bm25 (fixed)": replay(cl.fixed, "lexical", SearchTuning())["all"].ndcg_5,
            "dense (fixed)": replay(cl.fixed, "dense", SearchTuning())["all"].ndcg_5,
+           PLAIN_BM25: plain_bm25_metrics(cl)["all"].ndcg_5,
            "bm25": replay(cl.real, "lexical", SearchTuning())["all"].ndcg_5,
            "dense": replay(cl.real, "dense", SearchTuning())["all"].ndcg_5}
     if any(lists.notes for lists in cl.real.lists):
@@ -1148,7 +1174,8 @@ def heldout_cells(prefixes: str) -> list[cells.CellSpec]:
 def heldout_metrics(cl: CellLists, *, e5: bool = False) -> dict[str, Metrics]:
     """Every row's metrics on one held-out cell, all at today's defaults: nothing is chosen here."""
     rows = (*HELD_OUT_ROWS, HELD_OUT_E5_ROW) if e5 else HELD_OUT_ROWS
-    return {label: replay(getattr(cl, store), mode, SearchTuning())["all"] for label, store, mode in rows}
+    out = {PLAIN_BM25: plain_bm25_metrics(cl)["all"]}
+    return out | {label: replay(getattr(cl, store), mode, SearchTuning())["all"] for label, store, mode in rows}
 
 
 def heldout_table(results: dict[str, dict[str, Metrics]], sizes: dict[str, int]) -> str:
@@ -1178,6 +1205,25 @@ def run_heldout(args: argparse.Namespace) -> None:
         Path(args.out).write_text(json.dumps({c: {k: dataclasses.asdict(m) for k, m in rows.items()}
                                               for c, rows in results.items()}, indent=1, ensure_ascii=False),
                                   encoding="utf-8")
+
+
+def run_singles(args: argparse.Namespace) -> None:
+    """Every single list of the dev cells (`loo`'s) and the report-only ones, nDCG@5, with no fusion and no
+    choice: what the issue's "each list over mindnet's representation against the same list over fixed
+    windows" compares, and the naive lexical baseline (`PLAIN_BM25`)."""
+    args.e5, args.e5_fixed = False, False
+    wanted = [*loo_cells(args.cells), *heldout_cells(args.heldout)] if args.heldout else loo_cells(args.cells)
+    with contextlib.ExitStack() as stack:
+        table = {c.name: single_scores(c) for c in fetch_cells(stack, args, wanted)}
+    kinds = list(next(iter(table.values())))
+    print("\n### single lists, nDCG@5 by note (no fusion; report-only cells marked *)\n")
+    print("| cell | " + " | ".join(kinds) + " |")
+    print("|" + "---|" * (1 + len(kinds)))
+    held = {c.name for c in cells.HELD_OUT}
+    for name, row in table.items():
+        print(f"| {name}{' *' if name in held else ''} | " + " | ".join(f"{row[k]:.4f}" for k in kinds) + " |")
+    if args.out:
+        Path(args.out).write_text(json.dumps(table, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
 def run_loo_table(args: argparse.Namespace) -> None:
@@ -1786,6 +1832,12 @@ def main(argv: list[str] | None = None) -> int:
     ho.add_argument("--out", default=None, help="also write the figures (JSON) here")
     ho.add_argument("--representation", choices=tuple(REPRESENTATIONS), default=None,
                     help="stores built and queried with this representation (own --work), fusion at the defaults")
+    si = sub.add_parser("singles", help="every single list of the cells, with the naive plain-BM25 baseline")
+    si.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused (as loo's)")
+    si.add_argument("--cells", default="", help="dev cells by comma-separated name prefixes (all by default)")
+    si.add_argument("--heldout", default="", help="report-only cells by prefixes too, e.g. msdocs,zettlr")
+    si.add_argument("--max-queries", type=int, default=100, help="XQuAD questions per cell (fixed sample)")
+    si.add_argument("--out", default=None, help="also write the figures (JSON) here")
     lt = sub.add_parser("loo-table", help="merge `loo --out` files of disjoint cells and print the tables")
     lt.add_argument("files", nargs="+")
     lt.add_argument("--joint", action="store_true",
@@ -1809,6 +1861,8 @@ def main(argv: list[str] | None = None) -> int:
         run_loo(args)
     elif args.command == "heldout":
         run_heldout(args)
+    elif args.command == "singles":
+        run_singles(args)
     elif args.command == "loo-table":
         run_loo_table(args)
     elif args.command == "threaded-check":
