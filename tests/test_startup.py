@@ -379,6 +379,9 @@ def test_a_local_search_loads_no_typer_or_rich(tmp_path: Path, monkeypatch: pyte
     loaded = _modules_after(code, env={k: v for k, v in os.environ.items() if k != "MINDNET_DEBUG"})
     assert not {m.split(".")[0] for m in loaded} & {"typer", "rich", "click", "pydantic"}
     assert not loaded & {"mindnet.graph", "mindnet.links"}  # only an expanded search walks links (~5 ms of imports)
+    # The TOML parser only for a vault with a `mindnet.toml` (~3.6 ms of imports), name suggestions only on a miss,
+    # the user's login name only for a server store's lease.
+    assert not loaded & {"tomllib", "difflib", "getpass"}
 
 
 def test_a_one_off_command_leaves_a_store_it_did_not_write_to_its_exit_and_the_store_stays_whole(

@@ -17,7 +17,6 @@ once, on first use, and closed by `close()`; the stages below it receive them re
 from __future__ import annotations
 
 import bisect
-import difflib
 import os
 import re
 import socket
@@ -185,6 +184,8 @@ def _pick_section(sections: list[dict[str, Any]], wanted: str, title: str) -> di
         if key in (str(s["path"]).casefold(), str(s["title"]).casefold()):
             return s
     names = [str(s["path"]) for s in sections]
+    import difflib  # here: only a miss suggests names
+
     close = difflib.get_close_matches(wanted, names, n=3, cutoff=0.0)
     raise NotFoundError(f"no section {wanted!r} in {title!r}; sections: {', '.join(names) or '(none)'}",
                         [{"section": name} for name in close])
@@ -710,6 +711,8 @@ class Index:
         lengths, and a 1,000-character miss took 12 s of CPU per 10,000 notes (under the GIL, so
         every other request waited); what is mistyped is a name, and names are shorter than that.
         """
+        import difflib  # here: only a miss suggests notes
+
         wanted = ref.casefold().removesuffix(".md")[:SUGGEST_CHARS]
         scored: list[tuple[float, str, dict[str, str]]] = []
         for p in self.store().scroll("notes", fields=("title", "path")):

@@ -10,7 +10,6 @@ import dataclasses
 import json
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -322,6 +321,8 @@ def _read_toml(path: Path) -> dict[str, Any]:
     Why: a config file that was not UTF-8 ended each command with an internal UnicodeDecodeError,
     and a named pipe in its place would have been waited on.
     """
+    import tomllib  # here: most vaults have no config file, and a one-off search should not load the parser
+
     try:
         if path.exists() and not path.is_file():
             raise ConfigError(f"{path}: config file is not a regular file")

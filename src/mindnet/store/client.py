@@ -6,7 +6,6 @@ must not pay its import time.
 
 from __future__ import annotations
 
-import getpass
 import importlib
 import json
 import os
@@ -63,6 +62,8 @@ _META_KEY = "meta"
 
 
 def _user() -> str:
+    import getpass  # here: only a lease on a server store names its user
+
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no login name (a container's anonymous uid)
