@@ -8,7 +8,7 @@ import unicodedata
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mindnet.text import line_of, line_starts, normalise, slugify
+from mindnet.text import FenceSpan, closes_fence, fence_opener, fence_spans, line_of, line_starts, normalise, slugify
 
 
 def test_line_starts_split_only_on_cr_lf() -> None:
@@ -45,3 +45,48 @@ def test_normalise_drops_trailing_spaces_exactly_as_the_line_end_regex(text: str
 def test_slugify_keeps_umlauts() -> None:
     assert slugify("Über Rückverweise: Größe & Maß!") == "über-rückverweise-größe-maß"
     assert slugify("  A_b--c  ") == "a-b-c"
+
+
+def fence_spans_of_every_line(text: str, start: int = 0, end: int | None = None) -> list[FenceSpan]:
+    """The reference: `fence_spans` as it read every line before it read only the marked ones."""
+    end = len(text) if end is None else end
+    spans: list[FenceSpan] = []
+    fence: str | None = None
+    open_at = inner = 0
+    for m in re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)").finditer(text, start, end):
+        line = m.group().rstrip("\r\n")
+        if fence is None:
+            fence = fence_opener(line)
+            if fence is not None:
+                open_at, inner = m.start(), m.end()
+        elif closes_fence(line, fence):
+            spans.append(FenceSpan(open_at, inner, m.start(), m.start() + len(line)))
+            fence = None
+        if m.end() >= end:
+            break
+    if fence is not None:
+        spans.append(FenceSpan(open_at, min(inner, end), end, end))
+    return spans
+
+
+_FENCY = st.lists(st.sampled_from(["```", "````", "~~~", "```py", "> ```", "- ~~~~", "  ``` `x`", "code", " ", "`",
+                                   "~", "\n", "\r\n", "\r", "> ", "1. ", "text ``` mid"]), max_size=40).map("".join)
+
+
+@given(_FENCY, st.data())
+def test_fence_spans_reads_only_marked_lines_and_finds_what_reading_every_line_finds(text: str,
+                                                                                      data: st.DataObject) -> None:
+    assert fence_spans(text) == fence_spans_of_every_line(text)
+    start = data.draw(st.integers(0, len(text)))
+    end = data.draw(st.integers(start, len(text)))
+    assert fence_spans(text, start, end) == fence_spans_of_every_line(text, start, end)
+
+
+def test_fence_spans_of_a_note_with_crlf_quotes_and_an_unclosed_fence() -> None:
+    text = "a\r\n> ```py\r\n> x\r\n> ```\r\nb ``` not a fence\n~~~~\ny\n~~~\nz"
+    quoted, unclosed = fence_spans(text)
+    assert text[quoted.start:quoted.inner_start] == "> ```py\r\n"
+    assert text[quoted.inner_start:quoted.inner_end] == "> x\r\n"
+    assert text[quoted.inner_end:quoted.end] == "> ```"
+    assert text[unclosed.start:unclosed.inner_start] == "~~~~\n"  # "~~~" is too short to close it
+    assert (unclosed.inner_end, unclosed.end) == (len(text), len(text))

@@ -9,6 +9,7 @@ import bisect
 import hashlib
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -91,7 +92,6 @@ FENCE_OPEN = re.compile(r"(?:[ \t]*(?:>|(?:[-+*]|\d{1,9}[.)])(?=[ \t])))*[ \t]*(
 indentation), nested in any order (`> - > ```); group 1 is the fence, group 2 the info string."""
 FENCE_CLOSE = re.compile(r"(?:[ \t]*>)*[ \t]*(`{3,}|~{3,})[ \t]*$")
 """A line that may close a fence (same character, at least as long: `closes_fence`)."""
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,27 +129,52 @@ def closes_fence(line: str, fence: str) -> bool:
 
 
 def fence_spans(text: str, start: int = 0, end: int | None = None) -> list[FenceSpan]:
-    """Every fenced code block of `text[start:end]`, in order; an unclosed fence runs to `end`."""
+    """Every fenced code block of `text[start:end]`, in order; an unclosed fence runs to `end`.
+
+    Only the lines holding ```` ``` ```` or `~~~` are read (`_marked_lines`): no other line can open or
+    close a fence, and an import asks this of every note, chunk and sentence run (on the Rust book's 112
+    chapters once each: 29 ms reading every line, 16 ms reading the marked ones).
+    """
     end = len(text) if end is None else end
     if "```" not in text[start:end] and "~~~" not in text[start:end]:
         return []
     spans: list[FenceSpan] = []
     fence: str | None = None
     open_at = inner = 0
-    for m in _LINE.finditer(text, start, end):
-        line = m.group().rstrip("\r\n")
+    for line_start, line_end, after in _marked_lines(text, start, end):
+        line = text[line_start:line_end]
         if fence is None:
             fence = fence_opener(line)
             if fence is not None:
-                open_at, inner = m.start(), m.end()
+                open_at, inner = line_start, after
         elif closes_fence(line, fence):
-            spans.append(FenceSpan(open_at, inner, m.start(), m.start() + len(line)))
+            spans.append(FenceSpan(open_at, inner, line_start, line_end))
             fence = None
-        if m.end() >= end:
-            break
     if fence is not None:
         spans.append(FenceSpan(open_at, min(inner, end), end, end))
     return spans
+
+
+_FENCE_MARK = re.compile(r"```|~~~")
+
+
+def _marked_lines(text: str, start: int, end: int) -> Iterator[tuple[int, int, int]]:
+    """(start, end, end after its line break) of each line of `text[start:end]` that holds ```` ``` ```` or `~~~`,
+    in order; lines end at CRLF, CR or LF (the break is not in `end`), and the first begins at `start`."""
+    after = start
+    for mark in _FENCE_MARK.finditer(text, start, end):
+        at = mark.start()
+        if at < after:
+            continue  # on the line just yielded
+        line_start = max(text.rfind("\n", start, at), text.rfind("\r", start, at)) + 1
+        line_start = max(line_start, start)
+        breaks = [i for i in (text.find("\r", at, end), text.find("\n", at, end)) if i >= 0]
+        line_end = min(breaks) if breaks else end
+        if line_end == end:
+            after = end
+        else:
+            after = line_end + (2 if text.startswith("\r\n", line_end) and line_end + 1 < end else 1)
+        yield line_start, line_end, after
 
 
 def without_fences(text: str, replacement: str = " ") -> str:
