@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mindnet.chunking.tokens import default_tokenizer
-from mindnet.unigram import PieceTable
+from mindnet.unigram import PieceTable, Unigram
 from mindnet.use_fast import QUERY_CHARS, QUERY_FILE, QueryTokens, query_files, query_tokens
 
 QUERIES = [
@@ -52,6 +52,14 @@ def test_the_piece_table_finds_a_piece_and_knows_whether_any_starts_with_it(piec
     found, longer = table.find(key.encode("utf-8"))
     assert found == (100 + ordered.index(key) if key in pieces else None)
     assert longer == any(p.startswith(key) for p in pieces)
+
+
+def test_a_lone_surrogate_is_unknown_not_an_error(cache: Path) -> None:
+    model = Unigram.from_files(query_files(cache))
+    plain = model.encode("\u2581a\u2581b")
+    odd = model.encode("\u2581a\udc80\u2581b")
+    assert model.unk in odd and model.unk not in plain
+    assert [i for i in odd if i != model.unk] == plain
 
 
 def reference(text: str) -> list[int]:

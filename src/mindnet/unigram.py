@@ -144,7 +144,9 @@ class Unigram:
             here = score[begin]
             single = False
             for length in range(1, min(self._longest, size - begin) + 1):
-                found, longer = lookup(text[begin : begin + length].encode("utf-8"))
+                # surrogatepass: a lone surrogate (an undecodable byte kept by a lenient caller) matches no
+                # piece and becomes `<unk>`, as it did when pieces were strings; its bytes keep code-point order
+                found, longer = lookup(text[begin : begin + length].encode("utf-8", "surrogatepass"))
                 if found is None:
                     if not longer:
                         break  # no piece starts with these characters, so none with more of them
