@@ -54,7 +54,7 @@ class PieceTable:
     pieces sorted as strings are sorted as bytes.
     """
 
-    def __init__(self, data: bytes | memoryview | mmap.mmap, ids: Sequence[int]) -> None:
+    def __init__(self, data: bytes | mmap.mmap, ids: Sequence[int]) -> None:
         """Index the lines of `data`.
 
         Args:
@@ -77,16 +77,14 @@ class PieceTable:
         if bool(np.any(ends <= starts)):
             raise ValueError("the piece table has an empty line")
         keys = raw[starts].astype(np.int32) << 8  # first byte, then the second (0 for a one-byte piece)
-        keys[ends - starts > 1] |= raw[starts[ends - starts > 1] + 1]
-        self._data = bytes(data) if isinstance(data, memoryview) else data
+        longer = ends - starts > 1
+        keys[longer] |= raw[starts[longer] + 1]
+        self._data = data
         self._starts = memoryview(starts)
         self._ends = memoryview(ends)
         # keys never decrease (the lines are sorted): a bucket's lines are one range
         self._bounds = memoryview(np.searchsorted(keys, np.arange(65537, dtype=np.int32)).astype(np.int32))
         self._ids = ids
-
-    def __len__(self) -> int:
-        return len(self._ids)
 
     def find(self, piece: bytes) -> tuple[int | None, bool]:
         """(`piece`'s id or None, whether some piece starts with `piece`): a caller that extends a
@@ -195,7 +193,7 @@ class Unigram:
         ids, scores = array("i"), array("f")
         ids.frombytes(files[IDS_FILE])
         scores.frombytes(files[SCORES_FILE])
-        meta: dict[str, Any] = json.loads(bytes(files[UNIGRAM_FILE]))
+        meta: dict[str, Any] = json.loads(files[UNIGRAM_FILE])
         return cls(PieceTable(files[PIECES_FILE], ids), scores, int(meta["unk"]), float(meta["unk_score"]),
                    int(meta["longest"]))
 
