@@ -336,11 +336,12 @@ def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tup
                                    both))
     else:
         cands = rank_notes(fuse(q.query, lists, tuning, r.feedback), lists, tuning, tuning.note_sum_weight)
-    out = []
-    for c in cands:
-        pl = c.payload
-        out.append((r.key.get(str(pl.get("path")), "") if r.key is not None else str(pl.get("note_id")), c.score))
-    return out
+    return [(judgement_key(r, c.payload), c.score) for c in cands]
+
+
+def judgement_key(r: Replay, payload: dict[str, Any]) -> str:
+    """What a point's note is judged as in `r`: its BEIR doc id by path, or its note id."""
+    return r.key.get(str(payload.get("path")), "") if r.key is not None else str(payload.get("note_id"))
 
 
 def metrics_of(r: Replay, ranked: Sequence[Sequence[str]]) -> dict[str, Metrics]:
@@ -697,11 +698,7 @@ def plain_bm25_metrics(cl: CellLists) -> dict[str, Metrics]:
     """Issue 25's naive lexical baseline on a cell: plain BM25 over the fixed store's windows, each note
     by its best window, judged like every other list (`metrics_of`)."""
     r = cl.fixed
-
-    def key(payload: dict[str, Any]) -> str:
-        return r.key.get(str(payload.get("path")), "") if r.key is not None else str(payload.get("note_id"))
-
-    windows = [plain_bm25.Window(key(p.payload), str(p.payload.get("text", "")))
+    windows = [plain_bm25.Window(judgement_key(r, p.payload), str(p.payload.get("text", "")))
                for p in cl.fixed_store.scroll("chunks", fields=["text", "note_id", "path"])]
     return metrics_of(r, plain_bm25.rankings(windows, [q.query for q in r.queries]))
 
@@ -864,13 +861,8 @@ def replay_rule(r: Replay, tuning: SearchTuning, rule: E5ByLanguage) -> float:
     for i, q in enumerate(r.queries):
         cands = best_per_note(fuse_e5_by_language(q.query, r.lists[i], tuning, rule, r.feedback),
                               tuning.note_sum_weight)
-        ranked.append([_key(r, c) for c in cands[:10]])
+        ranked.append([judgement_key(r, c.payload) for c in cands[:10]])
     return metrics_of(r, ranked)["all"].ndcg_5
-
-
-def _key(r: Replay, c: _Cand) -> str:
-    pl = c.payload
-    return r.key.get(str(pl.get("path")), "") if r.key is not None else str(pl.get("note_id"))
 
 
 def strip_e5(r: Replay) -> Replay:
