@@ -11,6 +11,7 @@ import pytest
 import mindnet
 from fakes import FakeEmbedder
 from mindnet import Index, IndexStatus, MindnetError, StoreError
+from mindnet.quality_tier import LACKING_E5, UNFILLED_FLOOR
 
 
 @pytest.fixture
@@ -80,6 +81,30 @@ def test_e5_is_filled_only_when_asked(vault: Path) -> None:
         filled = index.import_vault(e5=True).chunks_embedded_e5
         assert filled == e5.calls > 0
         assert "fake-e5@1" in index.status().quality_tier
+
+
+def test_a_tier_still_filling_is_not_fused_until_it_covers_the_chunks(tmp_path: Path) -> None:
+    """While the e5 tier fills, its list holds only the chunks filled so far and would add its share to them
+    alone: until it covers the store (`quality_tier.UNFILLED_SHARE`), a search ranks as it did without it."""
+    root = tmp_path / "many"
+    root.mkdir()
+    topics = ["tea", "garden", "rust", "music", "sailing", "bread", "chess", "bees", "clocks", "maps", "ink", "salt"]
+    for i, topic in enumerate(topics * 2):
+        (root / f"n{i:02d}.md").write_text(f"# {topic} {i}\n\nNotes on {topic}, part {i}.\n\n## More\n\n"
+                                           f"Everything else about {topic} and number {i}.\n", encoding="utf-8")
+    query = "everything about bees and bread"
+    with Index(root, embedder=FakeEmbedder(), e5=FakeEmbedder(dim=16, model_id="fake-e5@1")) as index:
+        index.import_vault(e5=False)
+        before = [(h.chunk_id, h.score, h.via) for h in index.search(query, k=50)]
+        batches = iter(range(3))
+        index.fill_e5(stop=lambda: next(batches, None) is None, batch_seconds=0.001)  # a few batches, then stop
+        lacking = index.store().count("chunks", LACKING_E5)
+        assert lacking > UNFILLED_FLOOR and not index.e5_complete()
+        assert [(h.chunk_id, h.score, h.via) for h in index.search(query, k=50)] == before
+        index.fill_e5()
+        assert index.e5_complete()
+        filled = index.search(query, k=50)
+        assert any("e5" in h.via for h in filled)
 
 
 def test_read_counts_lines_as_the_sections_do_with_any_line_break(tmp_path: Path) -> None:

@@ -294,7 +294,7 @@ def test_a_one_off_search_uses_e5_only_when_asked_and_never_builds_it(tmp_path: 
     for short_lived, tier, model in cases:
         settings = dataclasses.replace(load_settings(vault), quality_tier=tier)
         index = Index(vault, settings, e5=model(dim=16, model_id="fake-e5@1"), short_lived=short_lived)
-        found = index._e5_for_search()
+        found = index._e5_model()
         used = not short_lived or (tier and model is FakeEmbedder)
         assert (found.model_id if found is not None else None) == ("fake-e5@1" if used else None), (short_lived,
                                                                                                      tier, model)

@@ -44,7 +44,7 @@ from .config import (
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NotFoundError, VaultNotFoundError
 from .points import DENSE_VECTOR, E5_VECTOR
-from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5
+from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5, tier_covers
 from .search import Context, Hit, NoteHit, Searcher, fuse_hits, group_hits, note_names
 from .store import Equals, Filter, HasVector, Store, copy_store, release_freed_memory
 from .stores import open_local_store, open_server_store, open_store
@@ -761,7 +761,7 @@ class Index:
         self.prepare_search()
         meta = self.store().meta()
         if meta is not None and any(v.name == E5_VECTOR for v in meta.vectors):
-            tier = self._e5_for_search()
+            tier = self._e5_model()  # filled or still filling: the fill needs the model too
             if tier is not None:
                 tier.prepare()
         self.search(query, k=1)
@@ -861,8 +861,17 @@ class Index:
         return names
 
     def _e5_for_search(self) -> CachedEmbedder | None:
-        """The e5 model for a search: `e5_embedder`, but for a short-lived index only when the settings ask
-        for the tier and its model is prepared (see `short_lived`)."""
+        """The e5 model for a search (`_e5_model`), once the tier covers the store's chunks: a tier still
+        filling would favour the chunks filled first (`quality_tier.UNFILLED_SHARE`). Asked once per
+        searcher, and every write drops the searcher, so the answer is that of the store as it is now."""
+        tier = self._e5_model()
+        if tier is not None and not E5Mark(self.folder).holds(tier.model_id) and not tier_covers(self.store()):
+            return None
+        return tier
+
+    def _e5_model(self) -> CachedEmbedder | None:
+        """`e5_embedder`, but for a short-lived index only when the settings ask for the tier and its model is
+        prepared (see `short_lived`)."""
         if self._short_lived and not self.settings.quality_tier:
             return None
         tier = self.e5_embedder()

@@ -26,6 +26,19 @@ E5_BATCH = 32
 
 Progress = Callable[[str, int, int], None]
 
+LACKING_E5 = Filter(must=(HasVector(DENSE_VECTOR),), must_not=(HasVector(E5_VECTOR),))
+"""Chunks still without their e5 vector (a chunk without prose has neither vector)."""
+
+UNFILLED_SHARE = 0.01
+UNFILLED_FLOOR = 8
+"""How many chunks may lack the e5 vector for a search to fuse the e5 list: 1 % of the chunks, at least 8.
+
+Why any limit: a chunk without the vector is only missing from the e5 list, so while the tier fills (minutes
+on a large vault, shortest chunks first) the list adds its share to the chunks filled so far alone, and a
+resident ranked filled chunks above better ones (a short daily note above the note it links to, in a CI run
+of the README's MCP snippet). Why not zero: a save leaves its note's new chunks without the vector until the
+fill catches up, a fraction of a second later, and rankings should not flip for that."""
+
 
 E5_GAIN = {"same language": 0.013, "cross-lingual": 0.020, "mixed vault": 0.005}
 """What the filled tier adds to the default hybrid search (nDCG@5, mean per kind of cell over the 12 dev
@@ -87,8 +100,8 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
     store.ensure(StoreSchema(vectors=(VectorSpec(E5_VECTOR, embedder.model_id, embedder.dim),)))
     # Only the chunks still without the vector, and only their text: the scan runs again after every
     # import of a resident server, and reading every chunk's vectors made a save wait for it.
-    lacking = Filter(must=(HasVector(DENSE_VECTOR),), must_not=(HasVector(E5_VECTOR),))  # no prose: neither
-    missing = sorted((len(p.payload.get("text", "")), p.id) for p in store.scroll("chunks", lacking, fields=("text",)))
+    missing = sorted((len(p.payload.get("text", "")), p.id)
+                     for p in store.scroll("chunks", LACKING_E5, fields=("text",)))
     total = len(missing)
     if not total:
         return 0, 0
@@ -123,6 +136,14 @@ def fill_e5(store: Store, embedder: Embedder, settings: Settings, progress: Prog
         store.optimize()
     embedded = getattr(embedder, "misses", 0) - before if hasattr(embedder, "misses") else done
     return embedded, total - done
+
+
+def tier_covers(store: Store) -> bool:
+    """Whether the store's e5 vectors cover its chunks well enough for a search to fuse them
+    (`UNFILLED_SHARE`): counts at most one chunk past the limit, so a half-filled tier costs ~a
+    millisecond to recognise, whatever the vault's size."""
+    allowed = max(UNFILLED_FLOOR, int(store.count("chunks") * UNFILLED_SHARE))
+    return store.count_up_to("chunks", LACKING_E5, allowed + 1) <= allowed
 
 
 class BatchPace:
