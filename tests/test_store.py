@@ -542,11 +542,12 @@ def test_an_unfiltered_count_is_the_number_of_live_points(tmp_path_factory, monk
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 2**32 - 1))
-def test_quantized_lists_are_the_exact_scan(tmp_path_factory, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
-    """Once optimised, every dense vector is read in int8 and its best candidates rescored with the stored
-    vectors (issue 27): the top 20 of every query, for the `note` multivector (MaxSim over half floats) and
-    for the plain `use` vector alike, has the exact scores in their order, and the segments do hold the int8
-    copies (without them this would be the plain scan again)."""
+def test_quantized_lists_stay_near_the_exact_scan(tmp_path_factory, monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """Once optimised, every dense vector is read in int8 (issue 27), and the segments do hold the int8 copies
+    (without them this would be the plain scan again). The plain `use` vector's best candidates are rescored
+    with the stored vectors: its top 20 has the exact scores in their order. The `note` multivector's scan
+    ranks by the copies as they are (`embedded._SCANNED`): scores within the int8 error of the exact MaxSim,
+    in order, and nearly the exact top 20, led by the exact first."""
     import mindnet.store.embedded as embedded
 
     monkeypatch.setattr(embedded, "INDEXING_THRESHOLD_KB", 1)
@@ -570,11 +571,15 @@ def test_quantized_lists_are_the_exact_scan(tmp_path_factory, monkeypatch: pytes
             assert list(path.rglob(f"vector_storage-{name}/quantized.data")), f"the {name} vectors were not quantized"
         for _ in range(8):
             query = unit(rng.normal(size=dim))
-            exact = sorted((float((w @ query).max()) for w in windows.values()), reverse=True)[:20]
+            maxsim = {k: float((w @ query).max()) for k, w in windows.items()}
+            exact = sorted(maxsim, key=maxsim.__getitem__, reverse=True)[:20]
             hits = store.search_dense("chunks", "note", query, limit=20)
-            assert [h.score for h in hits] == pytest.approx(exact, abs=2e-3)
-            for hit in hits:
-                assert hit.score == pytest.approx(float((windows[hit.payload["note_id"]] @ query).max()), abs=2e-3)
+            scores = [h.score for h in hits]
+            assert scores == sorted(scores, reverse=True)
+            errors = [abs(h.score - maxsim[h.payload["note_id"]]) for h in hits]  # ranked by the int8 copies as they
+            assert max(errors) < 0.05 and np.mean(errors) < 0.01  # are (`_SCANNED`): within their error (32 dims)
+            found = [h.payload["note_id"] for h in hits]
+            assert len(set(found) & set(exact)) >= 16 and exact[0] in found[:3]
             exact = sorted((float(v @ query) for v in plain.values()), reverse=True)[:20]
             hits = store.search_dense("chunks", "use", query, limit=20)
             assert [h.score for h in hits] == pytest.approx(exact, abs=1e-4)
@@ -587,10 +592,13 @@ def test_a_store_without_int8_copies_keeps_its_walk(tmp_path, monkeypatch: pytes
     would make ~3x slower at 30k notes); one made now rescores and walks with `SEARCH_EF`."""
     import mindnet.store.embedded as embedded
 
-    schema = StoreSchema(vectors=(VectorSpec("use", "fake-use@1", 4),), chunking_hash="c1")
+    schema = StoreSchema(vectors=(VectorSpec("use", "fake-use@1", 4), VectorSpec("note", "fake-use@1", 4, multi=True)),
+                         chunking_hash="c1")
     with EdgeStore(tmp_path / "new") as store:
         store.ensure(schema)
         assert store._params("chunks", "use") is embedded._RESCORED
+        assert store._params("chunks", "note") is embedded._SCANNED  # no rescoring reads of its half floats
+        assert not embedded._SCANNED.quantization.rescore
         assert embedded._RESCORED.hnsw_ef == embedded.SEARCH_EF
     monkeypatch.setattr(embedded, "_quantized", lambda: None)  # what an older release created
     with EdgeStore(tmp_path / "old") as store:

@@ -93,6 +93,17 @@ _RESCORED = qe.SearchParams(hnsw_ef=SEARCH_EF, quantization=qe.QuantizationSearc
 """A dense search's parameters: walk with `SEARCH_EF`, read the int8 copies, rescore the best with the stored
 vectors (`_quantized`)."""
 
+_SCANNED = qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=False))
+"""The note list's parameters: its windows' int8 copies scanned, and the notes ranked by them as they are.
+
+Why not rescored like the other lists: rescoring reads the best notes' windows in half floats, at random, and the
+kernel maps 64 KB of a cached file around each read (fault-around; `MADV_RANDOM` does not change it). At 30,000
+notes ten searches mapped 298 MB of the half floats, nearly all of them, for ~200 notes' windows each: a warm
+`serve` held 26.8 KB/note beyond its models, over issue 27's 25; scanned as they are, 476–487 MB of the store's
+pages instead of 751–766. The order moves little (msdocs: the same top hit for 35 of 35 questions, the same top 10
+for 33, 0.997 of the top 10s shared), and a small vault's appendable segment has no copies: it is scanned exactly
+as before (docs/decisions/large-vaults.md)."""
+
 _LEFT_FOR_EXIT: dict[str, qe.EdgeShard] = {}
 """Shards of stores that wrote nothing, left open for the process's exit (`Store.leave_to_exit`), by
 folder; referenced here so that their destructors, which close them, never run before it. Opening the
@@ -126,7 +137,7 @@ class EdgeStore(Store):
         self._shards: dict[str, qe.EdgeShard] = {}
         self._pending: dict[str, int] = {}  # points written per collection since its shard was reopened
         self._markers: dict[str, bool] = {}  # whether a collection's shard carries the PRESENT vector
-        self._rescored: dict[str, frozenset[str]] = {}  # a collection's dense vectors with int8 copies
+        self._quantized: dict[str, dict[str, qe.SearchParams]] = {}  # search parameters of vectors with int8 copies
         self._wrote = False  # whether anything was written through this store (`close` flushes then)
         self._written: set[str] = set()  # collections updated since their shard was loaded (`LAST_OPERATION`)
         self._unreleased = 0  # points written since the store's pages were last let go (`RELEASE_POINTS`)
@@ -214,7 +225,7 @@ class EdgeStore(Store):
         shard = self._shards.pop(collection, None)
         self._pending.pop(collection, None)
         self._markers.pop(collection, None)
-        self._rescored.pop(collection, None)
+        self._quantized.pop(collection, None)
         self._written.discard(collection)
         if shard is not None:
             shard.close()
@@ -230,11 +241,11 @@ class EdgeStore(Store):
         return {n: int(v["size"]) for n, v in (config.get("vectors") or {}).items()}
 
     def _drop_dense(self, collection: str, name: str) -> None:
-        self._rescored.pop(collection, None)
+        self._quantized.pop(collection, None)
         self._update(collection, qe.UpdateOperation.delete_vector_name(name))
 
     def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:
-        self._rescored.pop(collection, None)
+        self._quantized.pop(collection, None)
         self._update(collection, qe.UpdateOperation.create_dense_vector(
             name, dim, qe.Distance.Cosine, multivector_config=_multi(multi), datatype=_datatype(multi)))
 
@@ -286,16 +297,18 @@ class EdgeStore(Store):
         self._written.add(collection)
 
     def _params(self, collection: str, using: str) -> qe.SearchParams | None:
-        """`_RESCORED` for a dense vector stored with an int8 copy; None (Qdrant's defaults) for one without.
+        """For a dense vector stored with an int8 copy, `_RESCORED` (a plain vector) or `_SCANNED` (the `note`
+        multivector); None (Qdrant's defaults) for one without.
 
         Why not `SEARCH_EF` alone for the latter: a store made before the int8 copies walks float32 vectors,
         and the wider walk made its chunk list ~3× slower at 30,000 notes; it keeps its old walk until
         `mindnet import --full` rebuilds it with the copies (docs/decisions/large-vaults.md)."""
-        if collection not in self._rescored:
+        if collection not in self._quantized:
             config = self._config(collection)
-            self._rescored[collection] = frozenset(
-                n for n, v in (config.get("vectors") or {}).items() if v.get("quantization_config"))
-        return _RESCORED if using in self._rescored[collection] else None
+            self._quantized[collection] = {
+                n: _SCANNED if v.get("multivector_config") else _RESCORED
+                for n, v in (config.get("vectors") or {}).items() if v.get("quantization_config")}
+        return self._quantized[collection].get(using)
 
     def _has_marker(self, collection: str) -> bool:
         if collection not in self._markers:
@@ -526,11 +539,12 @@ def _datatype(multi: bool) -> qe.VectorStorageDatatype | None:
 
 def _quantized() -> qe.ScalarQuantizationConfig:
     """Every dense vector's quantization: an int8 copy (placed cold like the vectors), which a search reads
-    first; the best `RESCORE_OVERSAMPLING` × limit are then rescored with the stored vectors, so the scores
-    and their order are those of the stored vectors (`_RESCORED`).
+    first; for a plain vector the best `RESCORE_OVERSAMPLING` × limit are then rescored with the stored vectors,
+    so the scores and their order are those of the stored vectors (`_RESCORED`); the note list ranks by the
+    copies themselves (`_SCANNED`).
 
     Why for the `note` multivector: the note list scans every window of every note; at 30,000 notes (143k
-    windows) it took 5.2 ms instead of 14.3 ms, with the same top 40. Why for a plain vector (`use`, `e5`):
+    windows) it took 5.2 ms instead of 14.3 ms. Why for a plain vector (`use`, `e5`):
     its HNSW walk reads a few thousand vectors per query, at random, from pages the kernel maps 64 KB at a
     time; an int8 copy is a quarter of a float32 vector, so the walk touches a quarter of the pages and
     computes each distance faster (issue 27's search time and a resident's RSS; docs/decisions/large-vaults.md).
@@ -540,7 +554,7 @@ def _quantized() -> qe.ScalarQuantizationConfig:
 
 
 def _graph(multi: bool) -> qe.HnswIndexConfig | None:
-    """A multivector's HNSW setting: no graph (m = 0), so the note list is always the exact scan.
+    """A multivector's HNSW setting: no graph (m = 0), so the note list is always a scan of every window.
 
     Qdrant searched the `note` multivector by scanning in every store measured (a segment's note vectors
     stay under the full-scan threshold), so its graph was built at each optimise and not read; where a
