@@ -84,9 +84,9 @@ Qdrant counts vector bytes only, so the chunks' bound would let every edge merge
 whole on each merge."""
 
 RESCORE_OVERSAMPLING = 2.0
-"""Candidates a quantized search keeps per hit asked for, rescored with the stored vectors (`_quantized`).
-Measured on the note list: with 2, the top 40 scores equalled the exact scan's in 30 of 30 queries at 30,000
-notes and on msdocs; with 1, in 22 of 30 (docs/decisions/large-vaults.md)."""
+"""Candidates a quantized search of a plain vector keeps per hit asked for, rescored with the stored vectors
+(`_quantized`). Measured on the note list when it was rescored too: with 2, the top 40 scores equalled the exact
+scan's in 30 of 30 queries at 30,000 notes and on msdocs; with 1, in 22 of 30 (docs/decisions/large-vaults.md)."""
 
 _RESCORED = qe.SearchParams(hnsw_ef=SEARCH_EF, quantization=qe.QuantizationSearchParams(
     rescore=True, oversampling=RESCORE_OVERSAMPLING))
