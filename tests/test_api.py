@@ -11,7 +11,7 @@ import pytest
 import mindnet
 from fakes import FakeEmbedder
 from mindnet import Index, IndexStatus, MindnetError, StoreError
-from mindnet.quality_tier import LACKING_E5, UNFILLED_FLOOR
+from mindnet.quality_tier import LACKING_E5, UNFILLED_SHARE
 
 
 @pytest.fixture
@@ -99,12 +99,25 @@ def test_a_tier_still_filling_is_not_fused_until_it_covers_the_chunks(tmp_path: 
         batches = iter(range(3))
         index.fill_e5(stop=lambda: next(batches, None) is None, batch_seconds=0.001)  # a few batches, then stop
         lacking = index.store().count("chunks", LACKING_E5)
-        assert lacking > UNFILLED_FLOOR and not index.e5_complete()
+        assert lacking > index.store().count("chunks") * UNFILLED_SHARE and not index.e5_complete()
         assert [(h.chunk_id, h.score, h.via) for h in index.search(query, k=50)] == before
         index.fill_e5()
         assert index.e5_complete()
         filled = index.search(query, k=50)
         assert any("e5" in h.via for h in filled)
+
+
+def test_a_small_vault_waits_for_every_chunk_of_its_tier(vault: Path) -> None:
+    """On a small vault a few chunks are a large share: one filled chunk of two is not fused (no floor in chunks)."""
+    with Index(vault, embedder=FakeEmbedder(), e5=FakeEmbedder(dim=16, model_id="fake-e5@1")) as index:
+        index.import_vault(e5=False)
+        before = [(h.chunk_id, h.score, h.via) for h in index.search("rank fusion scores", k=5)]
+        batches = iter(range(1))
+        index.fill_e5(stop=lambda: next(batches, None) is None, batch_seconds=0.001)  # one chunk, then stop
+        assert 0 < index.store().count("chunks", LACKING_E5) < index.store().count("chunks")
+        assert [(h.chunk_id, h.score, h.via) for h in index.search("rank fusion scores", k=5)] == before
+        index.fill_e5()
+        assert any("e5" in h.via for h in index.search("rank fusion scores", k=5))
 
 
 def test_read_counts_lines_as_the_sections_do_with_any_line_break(tmp_path: Path) -> None:

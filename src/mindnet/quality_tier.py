@@ -30,14 +30,14 @@ LACKING_E5 = Filter(must=(HasVector(DENSE_VECTOR),), must_not=(HasVector(E5_VECT
 """Chunks still without their e5 vector (a chunk without prose has neither vector)."""
 
 UNFILLED_SHARE = 0.01
-UNFILLED_FLOOR = 8
-"""How many chunks may lack the e5 vector for a search to fuse the e5 list: 1 % of the chunks, at least 8.
+"""The share of the chunks that may lack the e5 vector for a search to fuse the e5 list (1 %, rounded down).
 
-Why any limit: a chunk without the vector is only missing from the e5 list, so while the tier fills (minutes
-on a large vault, shortest chunks first) the list adds its share to the chunks filled so far alone, and a
-resident ranked filled chunks above better ones (a short daily note above the note it links to, in a CI run
-of the README's MCP snippet). Why not zero: a save leaves its note's new chunks without the vector until the
-fill catches up, a fraction of a second later, and rankings should not flip for that."""
+Why any limit: a chunk without the vector is only missing from the e5 list, so while the tier fills (minutes on a
+large vault, shortest chunks first) the list adds its share to the chunks filled so far alone, and a resident
+ranked filled chunks above better ones (a short daily note above the note it links to, in CI runs of the README's
+MCP snippet). Why not zero: a save leaves its note's new chunks without the vector until the fill catches up, a
+fraction of a second later, and a large vault's rankings should not flip for that. No floor in chunks: on a small
+vault a handful of chunks is a large share (the CI run's vault had three, one of them filled)."""
 
 
 E5_GAIN = {"same language": 0.013, "cross-lingual": 0.020, "mixed vault": 0.005}
@@ -142,7 +142,7 @@ def tier_covers(store: Store) -> bool:
     """Whether the store's e5 vectors cover its chunks well enough for a search to fuse them
     (`UNFILLED_SHARE`): counts at most one chunk past the limit, so a half-filled tier costs ~a
     millisecond to recognise, whatever the vault's size."""
-    allowed = max(UNFILLED_FLOOR, int(store.count("chunks") * UNFILLED_SHARE))
+    allowed = int(store.count("chunks") * UNFILLED_SHARE)
     return store.count_up_to("chunks", LACKING_E5, allowed + 1) <= allowed
 
 
