@@ -959,3 +959,20 @@ def test_a_language_filter_outside_the_vault_languages_is_an_error(searcher: Sea
     with pytest.raises(MindnetError, match=r"^lang 'fr' is not a vault language \(de, en\)"):
         searcher.search("compost", filters=SearchFilters(lang="fr"))
     assert searcher.search("compost", filters=SearchFilters(lang="en"))
+
+
+def test_a_number_is_rare_only_where_few_chunks_hold_it(tmp_path: Path) -> None:
+    """The exact-words rule counts a number's chunks too: the full-text index does not index numbers, and every
+    number counted as held by none, so "404" in every note pinned its lexical top chunk as an exact word."""
+    notes = {f"n{i}.md": f"# Log {i}\n\nThe server answered 404 for page {i} and logged Zebrafisch{i}.\n"
+             for i in range(12)}
+    notes["code.md"] = "# Installer\n\nThe installer stopped with error 80070005 on the second run.\n"
+    vault = write_vault(tmp_path / "vault", notes)
+    settings = _settings(tmp_path / "store")
+    _import(vault, settings, FakeEmbedder())
+    with open_store(vault, settings) as store:
+        searcher = Searcher(store, FakeEmbedder(), settings)
+        for query, rare in (("404", None), ("80070005", ("80070005",)), ("Zebrafisch3", ("Zebrafisch3",)),
+                            ("page 80070005 404", ("80070005",))):
+            found = searcher._rare(query, searcher._lexical(query, 20, None))
+            assert (found.words if found else None) == rare, query

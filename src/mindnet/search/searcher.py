@@ -414,12 +414,21 @@ class Searcher:
         text = top.payload["text"] if "text" in top.payload else self.chunk_texts([top.id]).get(top.id, "")
         have = {w.lower() for w in _WORDS.findall(f"{text} {top.payload.get('note_title', '')}")}
         probes = [w for w in words if w.lower() in have and len(w) <= 64][:_RARE_PROBES]
-        cap = RARE_CHUNKS + 1
-        rare = tuple(w for w in probes
-                     if self.store.count_up_to("chunks", Filter.all(TextMatch("text", w)), cap) <= RARE_CHUNKS)
+        rare = tuple(w for w in probes if self._chunks_holding(w, RARE_CHUNKS + 1) <= RARE_CHUNKS)
         if not rare:
             return None
         return RareWord(top.id, rare, whole_query={w.lower() for w in rare} == {w.lower() for w in words})
+
+    def _chunks_holding(self, word: str, cap: int) -> int:
+        """How many chunks hold `word`, counted up to `cap`.
+
+        A word of letters (or letters and digits) is counted in the chunk texts' full-text index. A number is
+        counted in the BM25 index instead (its term's first `cap` chunks): the full-text index's multilingual
+        tokenizer does not index numbers, so every number, "404" in every note as much as an error code in one,
+        counted as held by none and made its lexical top chunk an exact-word hit."""
+        if not word.isdecimal():
+            return self.store.count_up_to("chunks", Filter.all(TextMatch("text", word)), cap)
+        return len(self.store.search_sparse("chunks", self._sparse_query(word), limit=cap, fields=()))
 
     # -- expansion -------------------------------------------------------------------------------
 
