@@ -576,8 +576,11 @@ def test_quantized_lists_stay_near_the_exact_scan(tmp_path_factory, monkeypatch:
             hits = store.search_dense("chunks", "note", query, limit=20)
             scores = [h.score for h in hits]
             assert scores == sorted(scores, reverse=True)
-            errors = [abs(h.score - maxsim[h.payload["note_id"]]) for h in hits]  # ranked by the int8 copies as they
-            assert max(errors) < 0.05 and np.mean(errors) < 0.01  # are (`_SCANNED`): within their error (32 dims)
+            # Ranked by the int8 copies as they are (`_SCANNED`): each score within their error. In 32 dimensions a
+            # clipped outlier (quantile 0.99) moves a score by up to ~0.07 (worst of 480 queries over 60 seeds; 0.015
+            # on average over a top 20), so the bounds are twice that.
+            errors = [abs(h.score - maxsim[h.payload["note_id"]]) for h in hits]
+            assert max(errors) < 0.15 and np.mean(errors) < 0.03
             found = [h.payload["note_id"] for h in hits]
             assert len(set(found) & set(exact)) >= 16 and exact[0] in found[:3]
             exact = sorted((float(v @ query) for v in plain.values()), reverse=True)[:20]
