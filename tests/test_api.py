@@ -83,6 +83,21 @@ def test_e5_is_filled_only_when_asked(vault: Path) -> None:
         assert "fake-e5@1" in index.status().quality_tier
 
 
+def _fill_part_then_all(index: Index, query: str, k: int, batches: int) -> None:
+    """Import without the tier, fill `batches` of it and stop: the hits and scores are those from before the
+    fill; fill the rest: the e5 list takes part."""
+    index.import_vault(e5=False)
+    before = [(h.chunk_id, h.score, h.via) for h in index.search(query, k=k)]
+    left = iter(range(batches))
+    index.fill_e5(stop=lambda: next(left, None) is None, batch_seconds=0.001)  # the first batches, then stop
+    lacking = index.store().count("chunks", LACKING_E5)
+    assert lacking > index.store().count("chunks") * UNFILLED_SHARE and not index.e5_complete()
+    assert [(h.chunk_id, h.score, h.via) for h in index.search(query, k=k)] == before
+    index.fill_e5()
+    assert index.e5_complete()
+    assert any("e5" in h.via for h in index.search(query, k=k))
+
+
 def test_a_tier_still_filling_is_not_fused_until_it_covers_the_chunks(tmp_path: Path) -> None:
     """While the e5 tier fills, its list holds only the chunks filled so far and would add its share to them
     alone: until it covers the store (`quality_tier.UNFILLED_SHARE`), a search ranks as it did without it."""
@@ -92,32 +107,14 @@ def test_a_tier_still_filling_is_not_fused_until_it_covers_the_chunks(tmp_path: 
     for i, topic in enumerate(topics * 2):
         (root / f"n{i:02d}.md").write_text(f"# {topic} {i}\n\nNotes on {topic}, part {i}.\n\n## More\n\n"
                                            f"Everything else about {topic} and number {i}.\n", encoding="utf-8")
-    query = "everything about bees and bread"
     with Index(root, embedder=FakeEmbedder(), e5=FakeEmbedder(dim=16, model_id="fake-e5@1")) as index:
-        index.import_vault(e5=False)
-        before = [(h.chunk_id, h.score, h.via) for h in index.search(query, k=50)]
-        batches = iter(range(3))
-        index.fill_e5(stop=lambda: next(batches, None) is None, batch_seconds=0.001)  # a few batches, then stop
-        lacking = index.store().count("chunks", LACKING_E5)
-        assert lacking > index.store().count("chunks") * UNFILLED_SHARE and not index.e5_complete()
-        assert [(h.chunk_id, h.score, h.via) for h in index.search(query, k=50)] == before
-        index.fill_e5()
-        assert index.e5_complete()
-        filled = index.search(query, k=50)
-        assert any("e5" in h.via for h in filled)
+        _fill_part_then_all(index, "everything about bees and bread", k=50, batches=3)
 
 
 def test_a_small_vault_waits_for_every_chunk_of_its_tier(vault: Path) -> None:
     """On a small vault a few chunks are a large share: one filled chunk of two is not fused (no floor in chunks)."""
     with Index(vault, embedder=FakeEmbedder(), e5=FakeEmbedder(dim=16, model_id="fake-e5@1")) as index:
-        index.import_vault(e5=False)
-        before = [(h.chunk_id, h.score, h.via) for h in index.search("rank fusion scores", k=5)]
-        batches = iter(range(1))
-        index.fill_e5(stop=lambda: next(batches, None) is None, batch_seconds=0.001)  # one chunk, then stop
-        assert 0 < index.store().count("chunks", LACKING_E5) < index.store().count("chunks")
-        assert [(h.chunk_id, h.score, h.via) for h in index.search("rank fusion scores", k=5)] == before
-        index.fill_e5()
-        assert any("e5" in h.via for h in index.search("rank fusion scores", k=5))
+        _fill_part_then_all(index, "rank fusion scores", k=5, batches=1)
 
 
 def test_read_counts_lines_as_the_sections_do_with_any_line_break(tmp_path: Path) -> None:

@@ -865,7 +865,7 @@ class Index:
         filling would favour the chunks filled first (`quality_tier.UNFILLED_SHARE`). Asked once per
         searcher, and every write drops the searcher, so the answer is that of the store as it is now."""
         tier = self._e5_model()
-        if tier is not None and not E5Mark(self.folder).holds(tier.model_id) and not tier_covers(self.store()):
+        if tier is not None and not self.e5_complete() and not tier_covers(self.store()):
             return None
         return tier
 

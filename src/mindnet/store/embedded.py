@@ -137,7 +137,7 @@ class EdgeStore(Store):
         self._shards: dict[str, qe.EdgeShard] = {}
         self._pending: dict[str, int] = {}  # points written per collection since its shard was reopened
         self._markers: dict[str, bool] = {}  # whether a collection's shard carries the PRESENT vector
-        self._quantized: dict[str, dict[str, qe.SearchParams]] = {}  # search parameters of vectors with int8 copies
+        self._search_params: dict[str, dict[str, qe.SearchParams]] = {}  # of each vector with int8 copies
         self._wrote = False  # whether anything was written through this store (`close` flushes then)
         self._written: set[str] = set()  # collections updated since their shard was loaded (`LAST_OPERATION`)
         self._unreleased = 0  # points written since the store's pages were last let go (`RELEASE_POINTS`)
@@ -225,7 +225,7 @@ class EdgeStore(Store):
         shard = self._shards.pop(collection, None)
         self._pending.pop(collection, None)
         self._markers.pop(collection, None)
-        self._quantized.pop(collection, None)
+        self._search_params.pop(collection, None)
         self._written.discard(collection)
         if shard is not None:
             shard.close()
@@ -241,11 +241,11 @@ class EdgeStore(Store):
         return {n: int(v["size"]) for n, v in (config.get("vectors") or {}).items()}
 
     def _drop_dense(self, collection: str, name: str) -> None:
-        self._quantized.pop(collection, None)
+        self._search_params.pop(collection, None)
         self._update(collection, qe.UpdateOperation.delete_vector_name(name))
 
     def _add_dense(self, collection: str, name: str, dim: int, multi: bool) -> None:
-        self._quantized.pop(collection, None)
+        self._search_params.pop(collection, None)
         self._update(collection, qe.UpdateOperation.create_dense_vector(
             name, dim, qe.Distance.Cosine, multivector_config=_multi(multi), datatype=_datatype(multi)))
 
@@ -303,12 +303,12 @@ class EdgeStore(Store):
         Why not `SEARCH_EF` alone for the latter: a store made before the int8 copies walks float32 vectors,
         and the wider walk made its chunk list ~3× slower at 30,000 notes; it keeps its old walk until
         `mindnet import --full` rebuilds it with the copies (docs/decisions/large-vaults.md)."""
-        if collection not in self._quantized:
+        if collection not in self._search_params:
             config = self._config(collection)
-            self._quantized[collection] = {
+            self._search_params[collection] = {
                 n: _SCANNED if v.get("multivector_config") else _RESCORED
                 for n, v in (config.get("vectors") or {}).items() if v.get("quantization_config")}
-        return self._quantized[collection].get(using)
+        return self._search_params[collection].get(using)
 
     def _has_marker(self, collection: str) -> bool:
         if collection not in self._markers:
