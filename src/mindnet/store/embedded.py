@@ -97,12 +97,11 @@ _SCANNED = qe.SearchParams(quantization=qe.QuantizationSearchParams(rescore=Fals
 """The note list's parameters: its windows' int8 copies scanned, and the notes ranked by them as they are.
 
 Why not rescored like the other lists: rescoring reads the best notes' windows in half floats, at random, and the
-kernel maps 64 KB of a cached file around each read (fault-around; `MADV_RANDOM` does not change it). At 30,000
-notes ten searches mapped 298 MB of the half floats, nearly all of them, for ~200 notes' windows each: a warm
-`serve` held 26.8 KB/note beyond its models, over issue 27's 25; scanned as they are, 476–487 MB of the store's
-pages instead of 751–766. The order moves little (msdocs: the same top hit for 35 of 35 questions, the same top 10
-for 33, 0.997 of the top 10s shared), and a small vault's appendable segment has no copies: it is scanned exactly
-as before (docs/decisions/large-vaults.md)."""
+kernel maps 64 KB of a cached file around each read (fault-around; `MADV_RANDOM` does not change it), so a few
+searches of a large vault mapped nearly all of the windows' half floats, and a warm `serve` held more memory per
+note than issue 27 allows. Ranked by the copies, the order moves little, and a small vault's appendable segment has
+no copies: it is scanned exactly as before (figures: docs/decisions/large-vaults.md, "The note list without
+rescoring")."""
 
 _LEFT_FOR_EXIT: dict[str, qe.EdgeShard] = {}
 """Shards of stores that wrote nothing, left open for the process's exit (`Store.leave_to_exit`), by
