@@ -763,7 +763,16 @@ class CachedEmbedder(WrappedEmbedder):
         the batch is cached then."""
         return self._embed_passages(texts, stop)
 
-    def _embed_passages(self, texts: Sequence[str], stop: Callable[[], bool] | None) -> Vectors | None:
+    def embed_passages_missed(self, texts: Sequence[str]) -> tuple[Vectors, frozenset[str]]:
+        """`embed_passages`, and the `content_hash` of every text the model embedded (the cache's misses):
+        a caller that counts kinds of texts (the import's note windows) learns it from one call."""
+        missed: set[str] = set()
+        out = self._embed_passages(texts, None, missed)
+        assert out is not None  # nothing to stop it
+        return out, frozenset(missed)
+
+    def _embed_passages(self, texts: Sequence[str], stop: Callable[[], bool] | None,
+                        missed: set[str] | None = None) -> Vectors | None:
         hashes = [content_hash(t) for t in texts]
         found = self.cache.get_many(self.model_id, hashes)
         found[content_hash("")] = np.zeros(self.dim, dtype=np.float32)
@@ -780,6 +789,8 @@ class CachedEmbedder(WrappedEmbedder):
             self.cache.put_many(self.model_id, new)
             found.update(new)
         self.misses += len(todo)
+        if missed is not None:
+            missed.update(todo)
         empty = content_hash("")
         self.hits += sum(1 for h in hashes if h not in todo and h != empty)
         out = np.empty((len(texts), self.dim), dtype=np.float32)

@@ -155,6 +155,39 @@ def test_pieces_tile_text_and_match_count(tok: Tokenizer, text: str) -> None:
     assert [c for c in covered if not c.isspace()] == [c for c in text if not c.isspace()]
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=_TEXTS)
+def test_pieces_read_from_the_ids_are_the_offset_mappings(tok: Tokenizer, text: str) -> None:
+    assert tok.pieces(text) == tok._mapped_pieces(text)
+
+
+_PLAIN_WORDS = st.sampled_from(["Die", "Notiz", "wird", "Größe", "Screenshots", "ﬁle", "Ｔ", "x", "über-all", "C++",
+                                "`code`", "[[Link]]", "(1)", "é", "e\u0301", "naïve", "3.14", "👩‍💻", "\u200b"])
+_PLAIN_SPACES = st.sampled_from([" ", "  ", "\n", "\n\n", "\r\n", "\t", "\u00a0", " \u3000 ", "\x0b", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(st.tuples(_PLAIN_WORDS, _PLAIN_SPACES), min_size=1, max_size=40),
+       lead=_PLAIN_SPACES)
+def test_pieces_from_the_ids_agree_with_the_offsets_on_word_like_texts(
+    tok: Tokenizer, parts: list[tuple[str, str]], lead: str
+) -> None:
+    """Words, joiners and whitespace the fast path must read or hand over: both paths give the same spans."""
+    text = lead + "".join(word + space for word, space in parts)
+    event("read from the ids" if tok._plain_begins(text) is not None else "offset mapping")
+    assert tok.pieces(text) == tok._mapped_pieces(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("folder", CORPUS_FOLDERS)
+def test_pieces_read_from_the_ids_match_the_offsets_on_whole_notes(tok: Tokenizer, folder: str) -> None:
+    notes = [p.read_text(encoding="utf-8") for p in sorted(corpus(folder).rglob("*.md"))][:150]
+    fast = [text for text in notes if tok._plain_begins(text) is not None]
+    assert len(fast) >= len(notes) // 2, "most real notes are read from the ids"
+    for text in notes:
+        assert tok.pieces(text) == tok._mapped_pieces(text)
+
+
 # --- NoteTokens: every span count from one pass ----------------------------------------------------
 
 _NOTE_PIECES = st.sampled_from(

@@ -77,7 +77,7 @@ class Tokenizer:
         """`_word_start` and `_piece_chars`, made on first use: a search only encodes its query, so
         it never pays for the 128,000 pieces read one by one."""
         if self._word_start is None or self._piece_chars is None:
-            pieces = [self._sp.id_to_piece(i) for i in range(self._sp.get_piece_size())]
+            pieces = self._sp.id_to_piece(list(range(self._sp.get_piece_size())))  # one call: half the time
             word_start = np.array([p.startswith(_WORD_MARK) for p in pieces], dtype=np.int64)
             self._piece_chars = np.array([len(p) for p in pieces], dtype=np.int64) - word_start
             self._word_start = word_start
@@ -123,6 +123,15 @@ class Tokenizer:
         code points (its `proto` output is in UTF-8 bytes), so umlauts, emoji and CRLF map
         correctly without conversion.
         """
+        begins = self._plain_begins(text)
+        if begins is None:
+            return self._mapped_pieces(text)
+        ends = begins[1:]
+        ends.append(len(text))
+        return list(zip(begins, ends, strict=True))
+
+    def _mapped_pieces(self, text: str) -> list[tuple[int, int]]:
+        """`pieces` from sentencepiece's `offset_mapping`: every text, at twice the cost of `_plain_begins`."""
         mapping = self._sp.encode(text, return_type="offset_mapping")
         ids: list[int] = mapping["ids"]
         if not ids:
@@ -141,6 +150,32 @@ class Tokenizer:
         ends = begins[1:]
         ends.append(len(text))
         return list(zip(begins, ends, strict=True))
+
+    def _plain_begins(self, text: str) -> list[int] | None:
+        """`pieces`' begins read from the ids alone, or None where only `offset_mapping` can tell them.
+
+        Why: the offsets cost twice the encoding itself (a string and a pair per piece), and a note's
+        windows (`points.token_windows`) ask for every piece of every note an import writes. Where the
+        model's words are the text's words (`_word_layout`: no `<unk>`, NFKC text, each word's pieces
+        adding up to its characters), a piece opening a word begins where the word before ended (the
+        whitespace goes with it, as `offset_mapping` has it) and any other piece where the one before
+        ended. The ids are those of the whole text, as `offset_mapping` encodes it, so the spans are the same.
+        """
+        if not _nfkc_up_to_separators(text):
+            return None
+        ids = np.asarray(self._sp.encode(text), dtype=np.int64)
+        word_start, piece_chars = self.piece_tables()
+        layout = _word_layout(text, ids, word_start, piece_chars)
+        if layout is None or not len(ids):
+            return None
+        starts, _, word_of_piece, opens = layout
+        chars = piece_chars[ids]
+        reach = np.cumsum(chars)
+        first = np.flatnonzero(opens)
+        word_base = reach[first] - chars[first]
+        piece_ends = starts[word_of_piece] + reach - word_base[word_of_piece]
+        begins: list[int] = [0, *piece_ends[:-1].tolist()]
+        return begins
 
     def head_ids(self, text: str, n: int) -> list[int]:
         """`ids(text)[:n]`, encoding only a prefix of `text` that ends between two words.
@@ -212,6 +247,41 @@ _IS_SEPARATOR = np.zeros(sys.maxunicode + 1, dtype=bool)
 _IS_SEPARATOR[[ord(c) for c in _SEPARATORS]] = True
 
 
+def _nfkc_up_to_separators(text: str) -> bool:
+    """Whether `text` is NFKC-normalised once its non-ASCII separators are plain spaces (which NFKC makes
+    them): then the model's normaliser changes no character's count, only whitespace."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return True
+    for sep in _SEPARATORS[5:]:  # the non-ASCII separators
+        if sep in text:
+            text = text.replace(sep, " ")
+    return unicodedata.is_normalized("NFKC", text)
+
+
+def _word_layout(
+    text: str, ids: np.ndarray, word_start: np.ndarray, piece_chars: np.ndarray  # type: ignore[type-arg]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:  # type: ignore[type-arg]
+    """(word starts, word ends, each piece's word, whether each piece opens its word) of `text` encoded
+    as `ids`, or None unless the model's words are the text's words: no `<unk>`, as many words, and each
+    word's pieces as long as the word (so every piece's characters are known from its id alone)."""
+    if (ids == _UNK_ID).any():
+        return None
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    sep = _IS_SEPARATOR[codes]
+    edges = np.diff(np.concatenate(([True], sep, [True])).astype(np.int8))
+    starts, ends = np.flatnonzero(edges == -1), np.flatnonzero(edges == 1)
+    opens = word_start[ids]
+    word_of_piece = np.cumsum(opens) - 1
+    if len(ids) and (opens[0] != 1 or word_of_piece[-1] + 1 != len(starts)):
+        return None
+    if not len(ids) and len(starts):
+        return None
+    chars = np.bincount(word_of_piece, weights=piece_chars[ids], minlength=len(starts))
+    if not np.array_equal(chars.astype(np.int64), ends - starts):
+        return None
+    return starts, ends, word_of_piece, opens
+
+
 class NoteTokens:
     """Token counts of any span of one text, from a single sentencepiece pass over the whole text.
 
@@ -245,34 +315,17 @@ class NoteTokens:
         """Whether counts come from the one pass (else every count is computed on its own)."""
 
     def _align(self, text: str) -> bool:
-        if not text.isascii() and not unicodedata.is_normalized("NFKC", text):
-            for sep in _SEPARATORS[5:]:  # the non-ASCII separators: NFKC makes each a plain space
-                if sep in text:
-                    text = text.replace(sep, " ")
-            if not unicodedata.is_normalized("NFKC", text):
-                return False
-            text = self._text
+        if not _nfkc_up_to_separators(text):
+            return False
         # One batch of lines, not one long string: the model's Viterbi sums float32 scores from the
         # start of its input, so over a whole note rounding flips near-ties ("▁Screen shots" where the
         # chunk alone gives "▁S creenshot s"). Lines keep every sum as short as in a chunk of its own.
         lines = self._tokenizer.processor.encode(text.split("\n"), num_threads=1)
         ids = np.fromiter(itertools.chain.from_iterable(lines), dtype=np.int64, count=sum(map(len, lines)))
-        if (ids == _UNK_ID).any():
+        layout = _word_layout(text, ids, *self._tokenizer.piece_tables())
+        if layout is None:
             return False
-        codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
-        sep = _IS_SEPARATOR[codes]
-        edges = np.diff(np.concatenate(([True], sep, [True])).astype(np.int8))
-        starts, ends = np.flatnonzero(edges == -1), np.flatnonzero(edges == 1)
-        word_start, piece_chars = self._tokenizer.piece_tables()
-        opens = word_start[ids]
-        word_of_piece = np.cumsum(opens) - 1
-        if len(ids) and (opens[0] != 1 or word_of_piece[-1] + 1 != len(starts)):
-            return False
-        if not len(ids) and len(starts):
-            return False
-        chars = np.bincount(word_of_piece, weights=piece_chars[ids], minlength=len(starts))
-        if not np.array_equal(chars.astype(np.int64), ends - starts):
-            return False
+        starts, _, word_of_piece, _ = layout
         pieces = np.bincount(word_of_piece, minlength=len(starts))
         self._ids = ids
         self._word_starts = starts.tolist()
