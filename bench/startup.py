@@ -179,26 +179,26 @@ async def mcp_session(vault: Path, env: dict[str, str]) -> tuple[float, float, f
 
 
 def encoder_alone(texts_file: Path) -> None:
-    """`--encode TEXTS`: the project's encoder on the texts, in the import's batches (a process of its own)."""
+    """`--encode TEXTS`: the project's encoder on the texts, one call per batch of the import (a process of its own)."""
     from mindnet import load_settings
     from mindnet.embedding import make_embedder
 
     settings = load_settings()
-    texts = json.loads(texts_file.read_text(encoding="utf-8"))
+    batches = json.loads(texts_file.read_text(encoding="utf-8"))
     try:
         model = make_embedder(settings.model, settings.threads, settings.cache_dir)
     except TypeError:  # a checkout from before the cache folder reached the models
         model = make_embedder(settings.model, settings.threads)
     model.prepare()
-    first = 64  # the import's first batch, then 256 (sync._FIRST_BATCH, _WRITE_BATCH)
-    model.embed_passages(texts[:first])
-    for start in range(first, len(texts), 256):
-        model.embed_passages(texts[start:start + 256])
+    for batch in batches:
+        model.embed_passages(batch)
 
 
 def chunk_texts(vault: Path, out: Path) -> tuple[int, int]:
-    """What the model sees of `vault` in an import, written as JSON: every chunk (`points.embedding_input`)
-    and every note's windows (`points.note_inputs`, issue 25), which the import embeds as well.
+    """What the model sees of `vault` in an import, in the import's batches, written as JSON: every chunk
+    (`points.embedding_input`) and every note's windows (`points.note_inputs`, issue 25), a note's chunks and
+    windows in one batch, and a batch closed once it holds 64 chunks (the first) or 256 (`sync._FIRST_BATCH`,
+    `_WRITE_BATCH`), as the import closes it before the next note.
 
     Returns:
         (chunks, windows).
@@ -209,13 +209,23 @@ def chunk_texts(vault: Path, out: Path) -> tuple[int, int]:
 
     settings = load_settings(vault)
     vault_ = Vault(vault, settings)
-    texts = [embedding_input(chunk, settings) for chunk in vault_.chunks()]
-    chunks = len(texts)
     tokenizer = default_tokenizer()
+    by_note: dict[str, list[str]] = {}
+    for chunk in vault_.chunks():
+        by_note.setdefault(chunk.note_id, []).append(embedding_input(chunk, settings))
+    batches: list[list[str]] = [[]]
+    held = chunks = windows = 0
     for note in vault_.notes:
-        texts.extend(note_inputs(note, settings, tokenizer))
-    out.write_text(json.dumps(texts), encoding="utf-8")
-    return chunks, len(texts) - chunks
+        texts = by_note.get(note.note_id, [])
+        if held >= (256 if len(batches) > 1 else 64):
+            batches.append([])
+            held = 0
+        extra = note_inputs(note, settings, tokenizer)
+        batches[-1].extend([*texts, *extra])
+        held += len(texts)
+        chunks, windows = chunks + len(texts), windows + len(extra)
+    out.write_text(json.dumps([b for b in batches if b]), encoding="utf-8")
+    return chunks, windows
 
 
 Row = tuple[str, str, float, str, float]
