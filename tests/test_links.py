@@ -220,6 +220,24 @@ def test_resolve(resolver: Resolver, target: str, source: str, status: str, targ
     assert (res.status, res.target_id) == (status, target_id)
 
 
+def test_the_resolvers_memory_is_bounded_and_its_answers_stay_the_same(
+    resolver: Resolver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole import resolves through one resolver: what it remembers must not grow with the vault (issue 27)."""
+    asked = [(f"Missing Note {i}", f"folder{i % 7}/x.md") for i in range(50)] + [("todo", "b/c/source.md")] * 3
+    first = [resolver.resolve(target, source) for target, source in asked]
+    monkeypatch.setattr("mindnet.links.RESOLUTIONS_KEPT", 8)
+    fresh = Resolver([], [])  # any resolver reads the bound when it remembers
+    for i in range(100):
+        fresh.resolve(f"[[n{i}]]")
+        assert len(fresh._cache) <= 8
+    assert resolver.resolve("Brand New Note", "x.md").status == "unresolved"  # a miss past the bound: starts over
+    assert len(resolver._cache) == 1
+    again = [resolver.resolve(target, source) for target, source in reversed(asked)]
+    assert again == list(reversed(first))
+    assert len(resolver._cache) <= 8
+
+
 def test_ambiguous_name_takes_the_shortest_path_and_reports(resolver: Resolver) -> None:
     res = resolver.resolve("todo", "b/c/source.md")
     # Fewest segments first, then alphabetical; the linking note's own folder gets no preference.
