@@ -197,8 +197,8 @@ def encoder_alone(texts_file: Path) -> None:
 def chunk_texts(vault: Path, out: Path) -> tuple[int, int]:
     """What the model sees of `vault` in an import, in the import's batches, written as JSON: every chunk
     (`points.embedding_input`) and every note's windows (`points.note_inputs`, issue 25), a note's chunks and
-    windows in one batch, and a batch closed once it holds 64 chunks (the first) or 256 (`sync._FIRST_BATCH`,
-    `_WRITE_BATCH`), as the import closes it before the next note.
+    windows in one batch, and a batch closed before the next note once it holds the import's limit
+    (`sync._batch_limit`: 64 chunks the first, 256 after).
 
     Returns:
         (chunks, windows).
@@ -206,6 +206,7 @@ def chunk_texts(vault: Path, out: Path) -> tuple[int, int]:
     from mindnet import Vault, load_settings
     from mindnet.chunking.tokens import default_tokenizer
     from mindnet.points import embedding_input, note_inputs
+    from mindnet.sync import _batch_limit
 
     settings = load_settings(vault)
     vault_ = Vault(vault, settings)
@@ -217,7 +218,7 @@ def chunk_texts(vault: Path, out: Path) -> tuple[int, int]:
     held = chunks = windows = 0
     for note in vault_.notes:
         texts = by_note.get(note.note_id, [])
-        if held >= (256 if len(batches) > 1 else 64):
+        if held >= _batch_limit(len(batches) - 1):
             batches.append([])
             held = 0
         extra = note_inputs(note, settings, tokenizer)

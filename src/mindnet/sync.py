@@ -38,8 +38,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
-import numpy as np
-
 from .chunking.base import Chunk
 from .chunking.pipeline import CHUNKER_VERSION, ParsedNote, attach_links, chunk_parsed, parse
 from .chunking.tokens import Tokenizer, default_tokenizer
@@ -615,8 +613,8 @@ class WindowCounter:
     A batch holds chunk texts and note windows (`points.WindowText`), embedded in one call: each call
     starts and ends with a core idle (its first group is prepared alone, its last passes finish unevenly),
     and two calls per batch cost a cold import of rustbook-de ~2 % of the encoder's time. The cache tells
-    which texts the model embedded (`CachedEmbedder.embed_passages_missed`); an embedder without one is
-    asked twice, chunks then windows, as before, so its counts stay apart too.
+    which texts the model embedded (`CachedEmbedder.embed_passages_missed`); an embedder without one counts
+    no misses at all (`_embedder_counts`), so its windows are not counted either.
     """
 
     def __init__(self, embedder: Embedder) -> None:
@@ -625,21 +623,12 @@ class WindowCounter:
         """Window texts the model embedded (cache misses) since creation."""
 
     def __call__(self, texts: Sequence[str]) -> Vectors:
-        at = [i for i, t in enumerate(texts) if isinstance(t, WindowText)]
-        if not at:
+        if not isinstance(self.embedder, CachedEmbedder):
             return self.embedder.embed_passages(texts)
-        if isinstance(self.embedder, CachedEmbedder):
-            vectors, missed = self.embedder.embed_passages_missed(texts)
-            self.windows += len({content_hash(texts[i]) for i in at} & missed)
-            return vectors
-        rest = [i for i, t in enumerate(texts) if not isinstance(t, WindowText)]
-        out = np.empty((len(texts), self.embedder.dim), dtype=np.float32)
-        if rest:
-            out[rest] = self.embedder.embed_passages([texts[i] for i in rest])
-        before = _embedder_counts(self.embedder)[1]
-        out[at] = self.embedder.embed_passages([texts[i] for i in at])
-        self.windows += _embedder_counts(self.embedder)[1] - before
-        return out
+        vectors, missed = self.embedder.embed_passages_missed(texts)
+        windows = {content_hash(t) for t in texts if isinstance(t, WindowText)}
+        self.windows += len(windows & missed)
+        return vectors
 
 
 def _embedder_counts(embedder: Embedder) -> tuple[int, int]:

@@ -165,10 +165,10 @@ class Tokenizer:
             return None
         ids = np.asarray(self._sp.encode(text), dtype=np.int64)
         word_start, piece_chars = self.piece_tables()
-        layout = _word_layout(text, ids, word_start, piece_chars)
-        if layout is None or not len(ids):
+        layout = _word_layout(text, ids, word_start, piece_chars) if len(ids) else None
+        if layout is None:
             return None
-        starts, _, word_of_piece, opens = layout
+        starts, word_of_piece, opens = layout
         chars = piece_chars[ids]
         reach = np.cumsum(chars)
         first = np.flatnonzero(opens)
@@ -260,8 +260,8 @@ def _nfkc_up_to_separators(text: str) -> bool:
 
 def _word_layout(
     text: str, ids: np.ndarray, word_start: np.ndarray, piece_chars: np.ndarray  # type: ignore[type-arg]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:  # type: ignore[type-arg]
-    """(word starts, word ends, each piece's word, whether each piece opens its word) of `text` encoded
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:  # type: ignore[type-arg]
+    """(word starts, each piece's word, whether each piece opens its word) of `text` encoded
     as `ids`, or None unless the model's words are the text's words: no `<unk>`, as many words, and each
     word's pieces as long as the word (so every piece's characters are known from its id alone)."""
     if (ids == _UNK_ID).any():
@@ -279,7 +279,7 @@ def _word_layout(
     chars = np.bincount(word_of_piece, weights=piece_chars[ids], minlength=len(starts))
     if not np.array_equal(chars.astype(np.int64), ends - starts):
         return None
-    return starts, ends, word_of_piece, opens
+    return starts, word_of_piece, opens
 
 
 class NoteTokens:
@@ -325,7 +325,7 @@ class NoteTokens:
         layout = _word_layout(text, ids, *self._tokenizer.piece_tables())
         if layout is None:
             return False
-        starts, _, word_of_piece, _ = layout
+        starts, word_of_piece, _ = layout
         pieces = np.bincount(word_of_piece, minlength=len(starts))
         self._ids = ids
         self._word_starts = starts.tolist()
