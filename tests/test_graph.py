@@ -129,6 +129,23 @@ def test_edge_ids_are_stable_uuid5() -> None:
     assert len({x.edge_id for x in edges_of([A, B, C])}) == len(edges_of([A, B, C]))
 
 
+def test_an_edge_payload_holds_only_what_is_set_and_reads_back_as_the_edge() -> None:
+    """Structural edges carry no anchor and no links: their payload leaves those fields out (Edge's binding
+    converts an empty list slowly), and reading it back still gives the same edge."""
+    edges = edges_of([A, B, C])
+    required = {"edge_key", "kind", "scope", "source_id", "target_id", "note_id", "status"}
+    structural = [e for e in edges if not e.raw_links and not e.link_keys and e.anchor is None]
+    linked = [e for e in edges if e.raw_links]
+    assert structural and linked
+    assert all(set(e.payload()) == required for e in structural)
+    assert all(e.payload()["raw_links"] == list(e.raw_links) and e.payload()["link_keys"] == list(e.link_keys)
+               for e in linked)
+    assert all(edge_from_payload(e.edge_id, e.payload()) == e for e in edges)
+    anchored = make_edge("references", "chunk", "a#c01", "b", "a", anchor="Intro")
+    assert anchored.payload()["anchor"] == "Intro"
+    assert edge_from_payload(anchored.edge_id, anchored.payload()) == anchored
+
+
 def test_neighbors() -> None:
     nb = note_neighbors(edges_of([A, B, C]), ["lonely"])
     assert nb["a"] == {"references": ["b", "c"], "backlinks": ["b"]}
