@@ -6,6 +6,7 @@ import unicodedata
 import uuid
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -131,9 +132,10 @@ def test_edge_ids_are_stable_uuid5() -> None:
 
 def test_an_edge_payload_holds_only_what_is_set_and_reads_back_as_the_edge() -> None:
     """Structural edges carry no anchor and no links: their payload leaves those fields out (Edge's binding
-    converts an empty list slowly), and reading it back still gives the same edge."""
+    converts an empty list slowly), and the key its fields make; reading it back still gives the same edge,
+    and a payload that is not the id's edge is refused."""
     edges = edges_of([A, B, C])
-    required = {"edge_key", "kind", "scope", "source_id", "target_id", "note_id", "status"}
+    required = {"kind", "scope", "source_id", "target_id", "note_id", "status"}  # the key is the point's id
     structural = [e for e in edges if not e.raw_links and not e.link_keys and e.anchor is None]
     linked = [e for e in edges if e.raw_links]
     assert structural and linked
@@ -144,6 +146,12 @@ def test_an_edge_payload_holds_only_what_is_set_and_reads_back_as_the_edge() -> 
     anchored = make_edge("references", "chunk", "a#c01", "b", "a", anchor="Intro")
     assert anchored.payload()["anchor"] == "Intro"
     assert edge_from_payload(anchored.edge_id, anchored.payload()) == anchored
+    older = anchored.payload() | {"edge_key": anchored.edge_key, "raw_links": [], "link_keys": []}  # before 12-05
+    assert edge_from_payload(anchored.edge_key, older) == anchored
+    with pytest.raises(ValueError):
+        edge_from_payload(anchored.edge_id, anchored.payload() | {"target_id": "c"})
+    with pytest.raises(ValueError):
+        edge_from_payload(anchored.edge_key, older | {"edge_key": "references:a#c01->c"})
 
 
 def test_neighbors() -> None:

@@ -80,15 +80,16 @@ class Edge:
     import finds the links a new or renamed note may now answer without reading every edge."""
 
     def payload(self) -> dict[str, Any]:
-        """The Qdrant payload: every field but the point id, and of `anchor`, `raw_links` and `link_keys` only
-        what is set (`edge_from_payload` reads a missing one as unset).
+        """The Qdrant payload: R16's fields, and of `anchor`, `raw_links` and `link_keys` only what is set
+        (`edge_from_payload` reads a missing one as unset). Not `edge_key`: it is `kind:source_id->target_id`,
+        and the store keeps it as the point's string id (`edge_id` in the payload, `ID_FIELDS`).
 
         Why leave them out: most edges are structural (`belongs_to`, `prev`, `next`), with no anchor and no
         links, and Qdrant Edge's binding converts a list by first trying it as a bool, two ints, a float and a
-        string: an empty list cost ~4 µs of a ~28 µs edge point, written and read again for every edge of a
-        vault (docs/decisions/large-vaults.md, "Where a 6,000-note import's time goes")."""
+        string, and a string by the first four: an empty list cost ~4 µs and the key ~2.5 µs of a ~28 µs edge
+        point, written and read again for every edge of a vault (docs/decisions/large-vaults.md, "Where a
+        6,000-note import's time goes")."""
         payload: dict[str, Any] = {
-            "edge_key": self.edge_key,
             "kind": self.kind,
             "scope": self.scope,
             "source_id": self.source_id,
@@ -154,18 +155,19 @@ def edge_from_payload(string_id: str, payload: Mapping[str, Any]) -> Edge:
 
     Args:
         string_id: the id the store was given for the point: `edge_key` or `edge_id`.
-        payload: the stored payload.
+        payload: the stored payload; its `edge_key`, where a store made before 2026-12-05 wrote one, is the
+            key `make_edge` derives from the same fields.
 
     Raises:
         ValueError: the id belongs to another edge than the payload (a corrupted store).
     """
-    key = payload["edge_key"]
+    key = f"{payload['kind']}:{payload['source_id']}->{payload['target_id']}"
     edge_id = edge_uuid(key)
-    if string_id not in (edge_id, key):
+    if string_id not in (edge_id, key) or payload.get("edge_key", key) != key:
         raise ValueError(f"edge point {string_id!r} holds the payload of {key!r}")
     return Edge(
         edge_id,
-        payload["edge_key"],
+        key,
         payload["kind"],
         payload["scope"],
         payload["source_id"],
