@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import uuid
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mindnet.text import FenceSpan, closes_fence, fence_opener, fence_spans, line_of, line_starts, normalise, slugify
+from mindnet.text import (
+    FenceSpan,
+    closes_fence,
+    fence_opener,
+    fence_spans,
+    line_of,
+    line_starts,
+    normalise,
+    slugify,
+    uuid5_string,
+)
 
 
 def test_line_starts_split_only_on_cr_lf() -> None:
@@ -90,3 +101,9 @@ def test_fence_spans_of_a_note_with_crlf_quotes_and_an_unclosed_fence() -> None:
     assert text[quoted.inner_end:quoted.end] == "> ```"
     assert text[unclosed.start:unclosed.inner_start] == "~~~~\n"  # "~~~" is too short to close it
     assert (unclosed.inner_end, unclosed.end) == (len(text), len(text))
+
+
+@given(st.text(), st.sampled_from([uuid.NAMESPACE_URL, uuid.UUID("8c4ce21a-fb58-5114-8dc6-9ba5bbbcd937")]))
+def test_uuid5_string_is_the_standard_librarys_uuid5(name: str, namespace: uuid.UUID) -> None:
+    """Every stored point is named by it: a different id for the same name would orphan every stored point."""
+    assert uuid5_string(namespace, name) == str(uuid.uuid5(namespace, name))

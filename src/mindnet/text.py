@@ -9,6 +9,7 @@ import bisect
 import hashlib
 import re
 import unicodedata
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -216,3 +217,17 @@ def not_utf8_at(text: str) -> int | None:
 def content_hash(text: str) -> str:
     """Stable hex digest used for `content_hash`, `text_hash` and `stable_key`."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def uuid5_string(namespace: uuid.UUID, name: str) -> str:
+    """`str(uuid.uuid5(namespace, name))`, without building UUID objects.
+
+    Why: every point an import writes is named this way (a chunk, a note, each of its edges: ~1 M names in a
+    30,000-note vault), and the standard library's objects cost ~3.8 µs a name where this costs ~1.5 µs.
+    """
+    h = hashlib.sha1(namespace.bytes + name.encode("utf-8")).hexdigest()
+    # Version nibble 5; variant bits 10 (RFC 4122) on the first nibble of the fourth group.
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+
+
+_VARIANT = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}

@@ -272,13 +272,14 @@ class EdgeStore(Store):
     def _upsert(self, collection: str,
                 batch: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, SparseVec]]]) -> None:
         points = []
-        marker = self._has_marker(collection)
+        # One marker for the batch: a point takes a copy of it, and the marker is most of an edge's vectors.
+        marker = qe.SparseVector([0], [1.0]) if self._has_marker(collection) else None
         for pid, payload, dense, sparse in batch:
             vector: dict[str, Any] = dict(dense)
             for name, sv in sparse.items():
                 vector[name] = qe.SparseVector(list(sv.indices), list(sv.values))
-            if marker:
-                vector[PRESENT] = qe.SparseVector([0], [1.0])
+            if marker is not None:
+                vector[PRESENT] = marker
             points.append(qe.Point(pid, vector, payload))
         self._update(collection, qe.UpdateOperation.upsert_points(points))
         self._pending[collection] = self._pending.get(collection, 0) + len(points)

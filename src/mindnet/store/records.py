@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from ..text import uuid5_string
+
 SCHEMA_VERSION = 1
 """Bumped when the payload or vector layout changes in a way old stores cannot serve."""
 
@@ -27,7 +29,7 @@ ID_FIELDS: Mapping[str, str] = {"notes": "note_id", "chunks": "chunk_id", "edges
 
 def point_id(string_id: str) -> str:
     """The Qdrant point id of a mindnet string id: UUIDv5 in `ID_NAMESPACE` (R12, R16)."""
-    return str(uuid.uuid5(ID_NAMESPACE, string_id))
+    return uuid5_string(ID_NAMESPACE, string_id)
 
 
 # ---------------------------------------------------------------------------------------------
