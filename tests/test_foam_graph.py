@@ -78,12 +78,16 @@ def _copy(tmp: Path, source: Path | None = None) -> Path:
     return vault
 
 
+_UNSET: dict[str, Any] = {"anchor": None, "raw_links": [], "link_keys": []}
+"""What the fixture's importer wrote for an edge's unset fields, which `Edge.payload` now leaves out."""
+
+
 def _unset_left_out(payloads: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Edge payloads without their unset fields and without `edge_key`: an edge's payload leaves out an anchor
-    it does not have, links it does not hold and the key its fields make (`Edge.payload`), where the fixture's
-    importer wrote `None`, `[]` and the key again; all read back as the same edge (`edge_from_payload`), and the
-    key is still compared as the point's `edge_id`. A field that should be set and is not still differs."""
-    return {pid: {k: v for k, v in payload.items() if v is not None and v != [] and k != "edge_key"}
+    """Edge payloads without `edge_key` and without an unset `anchor`, `raw_links` or `link_keys`: an edge's
+    payload leaves those out (`Edge.payload`), where the fixture's importer wrote `None`, `[]` and the key again;
+    both read back as the same edge (`edge_from_payload`), and the key is still compared as the point's `edge_id`.
+    Any other field, and any of these set to something, still differs."""
+    return {pid: {k: v for k, v in payload.items() if k != "edge_key" and (k not in _UNSET or v != _UNSET[k])}
             for pid, payload in payloads.items()}
 
 

@@ -6,6 +6,7 @@ import re
 import unicodedata
 import uuid
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -107,3 +108,12 @@ def test_fence_spans_of_a_note_with_crlf_quotes_and_an_unclosed_fence() -> None:
 def test_uuid5_string_is_the_standard_librarys_uuid5(name: str, namespace: uuid.UUID) -> None:
     """Every stored point is named by it: a different id for the same name would orphan every stored point."""
     assert uuid5_string(namespace, name) == str(uuid.uuid5(namespace, name))
+
+
+def test_uuid5_string_refuses_what_uuid5_refuses() -> None:
+    """A lone surrogate (which `st.text()` never draws) cannot be named by either."""
+    for name_a_file_cannot_hold in ("a\ud800", "\udfff"):
+        with pytest.raises(UnicodeEncodeError):
+            uuid.uuid5(uuid.NAMESPACE_URL, name_a_file_cannot_hold)
+        with pytest.raises(UnicodeEncodeError):
+            uuid5_string(uuid.NAMESPACE_URL, name_a_file_cannot_hold)
