@@ -119,7 +119,7 @@ def make_edge(
     raw_links: tuple[str, ...] = (),
 ) -> Edge:
     """An edge with its stable id derived from kind, source and target (R16)."""
-    key = f"{kind}:{source_id}->{target_id}"
+    key = edge_key_of(kind, source_id, target_id)
     return Edge(
         edge_uuid(key), key, kind, scope, source_id, target_id, note_id, status, anchor, raw_links,
         raw_link_keys(raw_links),
@@ -139,6 +139,12 @@ def raw_link_keys(raw_links: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted(keys))
 
 
+def edge_key_of(kind: str, source_id: str, target_id: str) -> str:
+    """An edge's readable id, `kind:source_id->target_id` (R16): what its point id is made from, so every edge
+    is keyed here, whether made (`make_edge`) or read back (`edge_from_payload`)."""
+    return f"{kind}:{source_id}->{target_id}"
+
+
 def edge_uuid(key: str) -> str:
     """`str(uuid.uuid5(EDGE_NAMESPACE, key))` (`text.uuid5_string`: a 3k-note vault has 100k edges)."""
     return uuid5_string(EDGE_NAMESPACE, key)
@@ -155,7 +161,7 @@ def edge_from_payload(string_id: str, payload: Mapping[str, Any]) -> Edge:
     Raises:
         ValueError: the id belongs to another edge than the payload (a corrupted store).
     """
-    key = f"{payload['kind']}:{payload['source_id']}->{payload['target_id']}"
+    key = edge_key_of(payload["kind"], payload["source_id"], payload["target_id"])
     edge_id = edge_uuid(key)
     if string_id not in (edge_id, key) or payload.get("edge_key", key) != key:
         raise ValueError(f"edge point {string_id!r} holds the payload of {key!r}")
