@@ -15,6 +15,7 @@ from conftest import corpus
 from fakes import make_chunk, make_note
 from mindnet.chunking.pipeline import attach_links
 from mindnet.links import (
+    KeptResolver,
     Link,
     LinkRef,
     Resolution,
@@ -236,6 +237,60 @@ def test_the_resolvers_memory_is_bounded_and_its_answers_stay_the_same(
     again = [resolver.resolve(target, source) for target, source in reversed(asked)]
     assert again == list(reversed(first))
     assert len(resolver._cache) <= 8
+
+
+_NAMES = st.sampled_from(["a", "A", "b", "todo", "Größe", unicodedata.normalize("NFD", "größe"), "x y", "readme"])
+_FOLDERS = st.sampled_from(["", "a/", "b/", "b/c/", "A/"])
+
+
+@st.composite
+def _vault_state(draw: st.DrawFn) -> tuple[list[Any], list[str]]:
+    """A vault's notes (unique paths and ids, names that collide across notes on purpose) and attachments."""
+    paths = draw(st.lists(st.tuples(_FOLDERS, _NAMES).map(lambda t: f"{t[0]}{t[1]}.md"), max_size=8, unique=True))
+    notes = []
+    for i, path in enumerate(paths):
+        title = draw(st.one_of(st.none(), _NAMES))
+        aliases = tuple(draw(st.lists(st.one_of(_NAMES, st.just(" ")), max_size=3)))
+        notes.append(make_note(path, note_id=draw(st.sampled_from([f"n{i}", "todo", "A"])) if i else None,
+                               title=title, aliases=aliases))
+    notes = list({n.note_id: n for n in notes}.values())  # the reader keeps one note per id
+    attachments = draw(st.lists(st.sampled_from(["a/x.png", "b/x.png", "x.png", "Todo.pdf"]), max_size=3, unique=True))
+    return notes, attachments
+
+
+def _answers(resolver: Resolver, notes: list[Any]) -> list[Any]:
+    asked = [f"{folder}{name}" for folder in ("", "b/", "/a/", "./", "../") for name in
+             ("a", "A", "b", "todo", "todo.md", "Größe", "x y", "readme", "x.png", "todo.pdf", "n1", "missing", "")]
+    out: list[Any] = [resolver.resolve(t, source) for t in asked for source in ("x.md", "b/c/y.md")]
+    out += [resolver.resolve_link(one(f"[l]({folder}{name}.md)"), "b/z.md")
+            for folder in ("", "../", "c/") for name in ("a", "todo", "readme", "x%20y")]
+    out += [(resolver.path_of(n.note_id), resolver.note_id_at(n.path)) for n in notes]
+    return out
+
+
+@given(st.lists(_vault_state(), min_size=1, max_size=5))
+def test_a_kept_resolver_answers_as_a_new_one_through_every_change(states: list[tuple[list[Any], list[str]]]) -> None:
+    """A resident refreshes one resolver on each import (`KeptResolver`) instead of building it over the vault;
+    after any sequence of renames, new titles and aliases, deletions and attachments it must answer every
+    target exactly as a resolver built for that state does, including what it remembered before."""
+    kept = KeptResolver()
+    for notes, attachments in states:
+        refreshed = kept.current(notes, attachments)
+        assert _answers(refreshed, notes) == _answers(Resolver(notes, attachments), notes)
+    assert kept.current(*states[-1]) is refreshed  # one resolver, kept
+
+
+def test_a_refresh_that_renames_nothing_keeps_what_the_resolver_found() -> None:
+    notes = [make_note("a.md"), make_note("b.md", title="Bee")]
+    resolver = Resolver(notes)
+    assert resolver.resolve("Bee").target_id == "b"
+    body_edit = [notes[0], make_note("b.md", body="new text", title="Bee")]
+    assert resolver.refresh(body_edit) == 0
+    assert len(resolver._cache) == 1  # still remembered: no name changed
+    assert resolver.refresh([notes[0], make_note("b.md", title="Wasp")]) == 2
+    assert not resolver._cache
+    assert resolver.resolve("Bee").status == "unresolved"
+    assert resolver.resolve("Wasp").target_id == "b"
 
 
 def test_ambiguous_name_takes_the_shortest_path_and_reports(resolver: Resolver) -> None:

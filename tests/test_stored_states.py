@@ -228,3 +228,40 @@ def test_a_watching_resident_keeps_the_states_and_one_that_does_not_watch_asks(t
         assert (resident.index._stored_states is not None) is watch
     finally:
         resident.index.close()
+
+
+def _edges(index: Index) -> dict[str, dict[str, object]]:
+    return {p.id: p.payload for p in index.store().scroll("edges")}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=st.lists(st.tuples(st.sampled_from(["edit", "add", "delete", "rename", "link", "bad", "alias"]),
+                              st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=5))
+def test_a_kept_resolver_links_every_save_as_a_new_import_would(ops: list[tuple[str, int, int]],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A watching resident refreshes one link resolver between its imports (`Index.keep_resolver`) instead
+    of building one over the vault for each save. After every save (edits, new notes, deletions, renames,
+    links, an alias that a forward link names) its edges must be those a new import of the same vault makes."""
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "vault"
+        root.mkdir()
+        _write_vault(root)
+        index = Index(root, Settings(store_path=str(Path(tmp) / "kept")), embedder=FakeEmbedder(), shared=True)
+        try:
+            index.keep_resolver()
+            index.import_vault(e5=False)
+            for step, (kind, i, j) in enumerate(ops):
+                if kind == "alias":
+                    alias = TITLES[(i + j) % len(TITLES)]
+                    (root / f"named-{i}.md").write_text(f"---\naliases: [{alias}]\n---\n# Named {i}\n\nText.\n",
+                                                        encoding="utf-8")
+                else:
+                    _apply(root, (kind, i, j))
+                index.import_vault(e5=False)
+                with Index(root, Settings(store_path=str(Path(tmp) / f"new-{step}")), embedder=FakeEmbedder()) as new:
+                    new.import_vault(e5=False)
+                    assert _edges(index) == _edges(new), (kind, i, j)
+            assert index._kept_resolver is not None and index._kept_resolver.built
+        finally:
+            index.close()

@@ -51,6 +51,7 @@ from .stores import open_local_store, open_server_store, open_store
 from .text import line_of, line_starts
 
 if TYPE_CHECKING:
+    from .links import KeptResolver
     from .note_cache import NoteCache
     from .reading import Vault
     from .sync import ImportLock, ImportSummary, Progress, StoredStates
@@ -296,6 +297,8 @@ class Index:
         self._lock: ImportLock | None = None
         self._stored_states: StoredStates | None = None
         """The stored notes' states, kept between imports once `keep_stored_states` asked for them."""
+        self._kept_resolver: KeptResolver | None = None
+        """The link resolver, kept between imports once `keep_resolver` asked for it."""
         self._searcher: Searcher | None = None
         self._query_pool: ThreadPoolExecutor | None = None
         self._store_lock = threading.RLock() if shared else None
@@ -434,10 +437,13 @@ class Index:
                     self._root, self.settings, store=self.store(), embedder=self.embedder,
                     notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
                     known_edges=last.get("edges") if last is not None else None, stored_states=self._stored_states,
+                    kept_resolver=self._kept_resolver,
                 )
             except BaseException:
                 if self._stored_states is not None:
                     self._stored_states.forget()  # what a failed import wrote is read again by the next one
+                if self._kept_resolver is not None:
+                    self._kept_resolver.forget()
                 raise
             fill = self.settings.quality_tier if e5 is None else e5
             tier = self.e5_embedder() if fill and not dry_run else None
@@ -799,6 +805,15 @@ class Index:
             from .sync import StoredStates
 
             self._stored_states = StoredStates()
+
+    def keep_resolver(self) -> None:
+        """From the next import on, keep the link resolver between imports and refresh it (`links.KeptResolver`)
+        instead of building it over the whole vault for each: a watching resident, whose saves each change a
+        note or two of a vault that may hold tens of thousands (issue 27)."""
+        if self._kept_resolver is None:
+            from .links import KeptResolver
+
+            self._kept_resolver = KeptResolver()
 
     def _sample_texts(self) -> list[str]:
         """The bodies of up to `WARM_SAMPLE_NOTES` notes spread over the vault, `WARM_SAMPLE_CHARS` in all, read

@@ -148,6 +148,7 @@ class Resident:
         if watch:  # its saves' imports compare the whole vault with the store: from the first import on, from memory
             self.index.keep_notes_slim()
             self.index.keep_stored_states()
+            self.index.keep_resolver()
         self._step_ms = step_ms
         self._debounce_ms = debounce_ms
         self._stop = threading.Event()

@@ -45,7 +45,7 @@ from .config import Settings, prepare_store_dir, store_dir
 from .embedding import E5_DIM, CachedEmbedder, Embedder, LoadAwareThreads, Vectors, load_average
 from .errors import ChunkingError, MindnetError, StoreError, VaultNotFoundError
 from .graph import EDGE_LAYOUT, Edge, build_edges, diff_edges, edge_from_payload, note_neighbors, notes_to_relink
-from .links import Link, Resolver, note_keys
+from .links import KeptResolver, Link, Resolver, note_keys
 from .note_cache import NoteCache
 from .points import (
     DENSE_VECTOR,
@@ -255,6 +255,7 @@ def import_vault(
     progress: Progress | None = None,
     known_edges: int | None = None,
     stored_states: StoredStates | None = None,
+    kept_resolver: KeptResolver | None = None,
 ) -> ImportSummary:
     """Bring the store in line with the vault, doing only the work that changed (R21).
 
@@ -275,6 +276,8 @@ def import_vault(
         stored_states: the stored notes' states, kept by a caller that is the store's only writer; read from
             the store when unknown, used instead of asking it, and updated with what this import writes.
             The caller forgets them when the import raises.
+        kept_resolver: the link resolver a resident keeps between imports, refreshed instead of built anew
+            (`links.KeptResolver`); the caller forgets it when the import raises.
 
     Raises:
         StoreError: the store was built with another model.
@@ -288,7 +291,7 @@ def import_vault(
     ahead = EmbedAhead(counter, settings.embed_ahead, lambda: _free_cores(meter))
     try:
         summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache,
-                       warmup, ahead, known_edges, stored_states)
+                       warmup, ahead, known_edges, stored_states, kept_resolver)
     finally:
         ahead.close()
         warmup.join()
@@ -316,10 +319,11 @@ def _run(
     ahead: EmbedAhead,
     known_edges: int | None = None,
     known: StoredStates | None = None,
+    kept: KeptResolver | None = None,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     if dry_run:
-        known = None  # a dry run writes nothing: it asks the store, and leaves what a resident keeps alone
+        known = kept = None  # a dry run writes nothing: it asks the store, and leaves what a resident keeps alone
     schema = import_schema(settings, embedder)
     opened = _Opening(store, schema)
     if dry_run:
@@ -371,6 +375,8 @@ def _run(
     summary.notes_new, summary.notes_changed, summary.notes_deleted = len(new), len(changed), len(deleted)
     summary.notes_unchanged = len(result.notes) - len(new) - len(changed)
     if not (new or changed or deleted):
+        if kept is not None and not kept.built:  # a resident's first import: its resolver is made with the rest
+            kept.current(result.notes, result.attachments)
         if not dry_run:
             opened.ready()  # an empty vault's import still leaves an (empty) store behind
         summary.edges = known_edges if known_edges is not None and not dirty else store.count("edges")
@@ -378,7 +384,8 @@ def _run(
             journal.clear()
         return summary
     tokenizer = default_tokenizer()  # loaded only now: an import that changes nothing never needs it
-    resolver = Resolver(result.notes, result.attachments)
+    resolver = (kept.current(result.notes, result.attachments) if kept is not None
+                else Resolver(result.notes, result.attachments))
     loader = _NoteLoader(vault, settings, notes_cache, langs, notes_by_id, early)
     parsed: dict[str, ParsedNote] = {}
     chunk_cache: dict[str, list[Chunk]] = {}
