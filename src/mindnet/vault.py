@@ -213,7 +213,7 @@ def _read_or_problem(
     slim: bool = False,
 ) -> Note | NoteProblem:
     try:
-        return _read_cached(root / rel, rel, settings, known_langs, cache, slim)
+        return _read_cached(root, rel, settings, known_langs, cache, slim)
     except NoteError as exc:
         return NoteProblem(exc.path, exc.line, exc.reason)
 
@@ -249,18 +249,27 @@ def _read_parallel(root: Path, files: list[str], settings: Settings, jobs: int) 
 
 
 def _read_cached(
-    path: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None, cache: ReadCache | None,
+    root: Path, rel: str, settings: Settings, known_langs: KnownLanguages | None, cache: ReadCache | None,
     slim: bool = False,
 ) -> Note:
     if cache is None:
-        return read_note(path, rel, settings, known_langs)
+        return read_note(root / rel, rel, settings, known_langs)
+    # Every import stats every file: joined as strings, not as `Path`s (~3 µs a note less, 0.1 s of each
+    # save's import in a 30,000-note vault, issue 27); a `Path` only for a file that is read or not found.
+    path: Path | None = None
     try:
-        path, st = stat_note(path)
+        st = os.stat(os.path.join(root, rel))
+    except FileNotFoundError:
+        path = root / rel
+        try:
+            path, st = stat_note(path)  # a name on disk in another Unicode form (`_on_disk`)
+        except OSError as exc:
+            raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
     note = cache.get(rel, st, slim)
     if note is None:
-        note = read_note(path, rel, settings, known_langs)
+        note = read_note(path or root / rel, rel, settings, known_langs)
         cache.put(rel, st, note)
     return note
 
