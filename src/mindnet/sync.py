@@ -345,7 +345,8 @@ def _run(
         known.start_empty()
     elif known is not None and not known.known:
         known.read(stored)
-    states = known.states() if known is not None else stored.facet("notes", "sync_state")
+    counts = stored.facet("notes", "sync_state") if known is None else None
+    states = known.states() if known is not None else set(counts or ())
     counted_from = (*_embedder_counts(embedder), ahead.windows_embedded)
     # A fresh store's first notes are chunked and embedded as soon as they are read (issue 18).
     early = _EmbedWhileReading(ahead, settings, default_tokenizer()) if opened.pending and not dry_run else None
@@ -368,7 +369,7 @@ def _run(
     }
     # Stored notes that are not unchanged: changed when the vault still has their id, else deleted.
     others = (known.ids_except(set(unchanged.values())) if known is not None
-              else _stored_ids_except(stored, set(unchanged.values())))
+              else _stored_ids_except(stored, set(unchanged.values()), counts))
     new = [n for n in result.notes if n.note_id not in unchanged and n.note_id not in others]
     changed = [n for n in result.notes if n.note_id not in unchanged and n.note_id in others]
     deleted = sorted((others | dirty) - set(notes_by_id))
@@ -925,8 +926,15 @@ class StoredStates:
         return self._by_id
 
 
-def _stored_ids_except(store: Store, states: set[str]) -> set[str]:
-    """Ids of the stored notes whose `sync_state` is none of `states`."""
+def _stored_ids_except(store: Store, states: set[str], stored: Mapping[str, int] | None = None) -> set[str]:
+    """Ids of the stored notes whose `sync_state` is none of `states`.
+
+    `stored`: the store's own count of each `sync_state` (`Store.facet`), when the caller has it. When every
+    stored state is among `states` and the counts add up to the stored notes (so none lacks the field), no
+    note can be left, and the store is not read: in a no-op import of 30,000 notes that read was 0.9 s of 4.5
+    (issue 27)."""
+    if stored is not None and stored.keys() <= states and sum(stored.values()) == store.count("notes"):
+        return set()
     if len(states) > _MAX_FILTER_VALUES:
         stored = store.scroll("notes", fields=("sync_state",))
         return {p.id for p in stored if p.payload.get("sync_state") not in states}
