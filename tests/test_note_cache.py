@@ -166,6 +166,64 @@ def test_kept_slim_notes_equal_a_cold_slim_read(monkeypatch: pytest.MonkeyPatch,
             cache.close()
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=STEPS)
+def test_slim_reads_from_the_table_equal_a_cold_slim_read(monkeypatch: pytest.MonkeyPatch,
+                                                         steps: list[tuple[str, int]]) -> None:
+    """A one-off import reads every note slim from the table (its `slim` column, in one query): through edits,
+    deletions and new files each such read equals a cold slim read, and one after which nothing changed
+    decodes no whole note (a body) and asks the table once."""
+    monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
+    decoded: list[dict[str, Any]] = []
+    original = note_cache._note
+    monkeypatch.setattr(note_cache, "_note", lambda row: decoded.append(row) or original(row))
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "vault"
+        shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".mindnet"))
+        for step, n in [("read", 0), *steps, ("read", 0)]:
+            files = sorted(p for p in root.rglob("*.md") if ".mindnet" not in p.parts)
+            if step == "edit":
+                with files[n % len(files)].open("a", encoding="utf-8") as fh:
+                    fh.write(f"\n\nZeile {n} [[Neu {n}]]\n")
+            elif step == "delete" and len(files) > 1:
+                files[n % len(files)].unlink()
+            elif step == "add":
+                (root / f"neu-{n}.md").write_text(f"---\ntitle: Neu {n}\nid: neu-{n}\n---\n# Neu\n\nText {n}.\n",
+                                                  encoding="utf-8")
+            cache = NoteCache(root / ".mindnet" / "notes.sqlite", Settings())
+            try:
+                decoded.clear()
+                result = read_vault(root, cache=cache, slim=True)
+                cache.save()
+            finally:
+                cache.close()
+            assert result == read_vault(root, slim=True)
+        assert len(decoded) == len(result.notes) and not any(row["fulltext"] for row in decoded)
+
+
+def test_a_cache_of_the_previous_table_is_dropped_and_rebuilt(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table without the `slim` column (schema 1) is replaced, not written to or read."""
+    import sqlite3
+
+    path = notes / ".mindnet" / "notes.sqlite"
+    path.parent.mkdir()
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("CREATE TABLE meta (key TEXT NOT NULL)")
+        db.execute("INSERT INTO meta (key) VALUES ('[1, \"old\"]')")
+        db.execute("CREATE TABLE notes (path TEXT PRIMARY KEY, mtime_ns INTEGER, ctime_ns INTEGER, size INTEGER,"
+                   " ino INTEGER, note TEXT NOT NULL)")
+        db.execute("INSERT INTO notes VALUES ('index.md', 0, 0, 0, 0, '{}')")
+    db.close()
+    cold = read_vault(notes)
+    reads = Reads(monkeypatch)
+    assert cached_read(notes) == cold
+    assert len(reads.paths) == 17
+    reads.paths.clear()
+    assert cached_read(notes) == cold
+    assert reads.paths == []
+
+
 def test_a_resident_that_imports_reads_its_vault_without_decoding_rows(
     notes: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
