@@ -172,7 +172,8 @@ def test_slim_reads_from_the_table_equal_a_cold_slim_read(monkeypatch: pytest.Mo
                                                          steps: list[tuple[str, int]]) -> None:
     """A one-off import reads every note slim from the table (its `slim` column, in one query): through edits,
     deletions and new files each such read equals a cold slim read, and one after which nothing changed
-    decodes no whole note (a body) and asks the table once."""
+    decodes no whole note (a body). So does every read of one long-lived cache (an index kept open without
+    slim notes in memory), whose rows read at once must not outlive the rows written after them."""
     monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
     decoded: list[dict[str, Any]] = []
     original = note_cache._note
@@ -180,6 +181,8 @@ def test_slim_reads_from_the_table_equal_a_cold_slim_read(monkeypatch: pytest.Mo
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
         shutil.copytree(SAMPLE, root, ignore=shutil.ignore_patterns(".mindnet"))
+        kept = NoteCache(Path(tmp) / "kept.sqlite", Settings())
+        kept.autosave = True  # as an import that writes sets it
         for step, n in [("read", 0), *steps, ("read", 0)]:
             files = sorted(p for p in root.rglob("*.md") if ".mindnet" not in p.parts)
             if step == "edit":
@@ -195,10 +198,17 @@ def test_slim_reads_from_the_table_equal_a_cold_slim_read(monkeypatch: pytest.Mo
                 decoded.clear()
                 result = read_vault(root, cache=cache, slim=True)
                 cache.save()
+                fresh = list(decoded)
             finally:
                 cache.close()
-            assert result == read_vault(root, slim=True)
-        assert len(decoded) == len(result.notes) and not any(row["fulltext"] for row in decoded)
+            cold = read_vault(root, slim=True)
+            assert result == cold
+            from_kept = read_vault(root, cache=kept, slim=True)
+            kept.save()
+            assert from_kept == cold
+        kept.close()
+        assert len(fresh) == len(result.notes) and not any(row["fulltext"] for row in fresh)
+        assert not any(row["fulltext"] for row in decoded)  # nor did the long-lived cache's last read
 
 
 def test_a_cache_of_the_previous_table_is_dropped_and_rebuilt(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:

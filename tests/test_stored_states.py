@@ -230,8 +230,9 @@ def test_a_watching_resident_keeps_the_states_and_one_that_does_not_watch_asks(t
         resident.index.close()
 
 
-def _edges(index: Index) -> dict[str, dict[str, object]]:
-    return {p.id: p.payload for p in index.store().scroll("edges")}
+def _points(index: Index) -> dict[str, dict[str, dict[str, object]]]:
+    """Every stored point's payload by collection: edges, and the chunks' and notes' resolved links."""
+    return {name: {p.id: p.payload for p in index.store().scroll(name)} for name in ("edges", "chunks", "notes")}
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -241,7 +242,8 @@ def test_a_kept_resolver_links_every_save_as_a_new_import_would(ops: list[tuple[
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A watching resident refreshes one link resolver between its imports (`Index.keep_resolver`) instead
     of building one over the vault for each save. After every save (edits, new notes, deletions, renames,
-    links, an alias that a forward link names) its edges must be those a new import of the same vault makes."""
+    links, an alias that a forward link names) its edges, chunks and notes (their resolved links) must be those a
+    new import of the same vault makes."""
     monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
@@ -261,7 +263,7 @@ def test_a_kept_resolver_links_every_save_as_a_new_import_would(ops: list[tuple[
                 index.import_vault(e5=False)
                 with Index(root, Settings(store_path=str(Path(tmp) / f"new-{step}")), embedder=FakeEmbedder()) as new:
                     new.import_vault(e5=False)
-                    assert _edges(index) == _edges(new), (kind, i, j)
+                    assert _points(index) == _points(new), (kind, i, j)
             assert index._kept_resolver is not None and index._kept_resolver.built
         finally:
             index.close()
