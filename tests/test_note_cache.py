@@ -211,6 +211,39 @@ def test_slim_reads_from_the_table_equal_a_cold_slim_read(monkeypatch: pytest.Mo
         assert not any(row["fulltext"] for row in decoded)  # nor did the long-lived cache's last read
 
 
+def test_a_write_that_fails_never_serves_the_older_row(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A row that could not be written (the table locked by another connection past its timeout) leaves the older
+    row of that file in place: the cache must read the file again, not hand out the older note."""
+    import sqlite3
+
+    cached_read(notes)
+    cache = NoteCache(notes / ".mindnet" / "notes.sqlite", Settings())
+    try:
+        target = notes / "concepts" / "rrf.md"
+        target.write_text(target.read_text(encoding="utf-8").replace("# ", "# Neu ", 1), encoding="utf-8")
+        real = cache._db
+
+        class Locked:
+            def __enter__(self) -> Locked:
+                return self
+
+            def __exit__(self, *exc: object) -> None:
+                return None
+
+            def executemany(self, *args: object) -> None:
+                raise sqlite3.OperationalError("database is locked")
+
+        read_vault(notes, cache=cache)
+        cache._db = Locked()  # type: ignore[assignment]
+        try:
+            cache.save()  # the changed file's new row is not written; its older row stays in the table
+        finally:
+            cache._db = real
+        assert read_vault(notes, cache=cache) == read_vault(notes)
+    finally:
+        cache.close()
+
+
 def test_a_cache_of_the_previous_table_is_dropped_and_rebuilt(notes: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A table without the `slim` column (schema 1) is replaced, not written to or read."""
     import sqlite3

@@ -183,12 +183,18 @@ class NoteCache:
     def _write(self, gone: list[str], put: dict[str, tuple[StatKey, Note, str, str]]) -> None:
         rows = [(rel, *key, text, slim) for rel, (key, _, text, slim) in put.items()]
         if self._db is not None and (gone or rows):
+            written = False
             with contextlib.suppress(sqlite3.Error), self._db:
                 self._db.executemany("DELETE FROM notes WHERE path = ?", [(rel,) for rel in gone])
                 self._db.executemany("INSERT OR REPLACE INTO notes VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+                written = True
             for rel in gone:
                 self._rows.pop(rel, None)
-            self._rows.update((rel, key) for rel, (key, *_) in put.items())
+            if written:
+                self._rows.update((rel, key) for rel, (key, *_) in put.items())
+            else:  # the table may still hold an older row of these files: never serve it for their new key
+                for rel in put:
+                    self._rows.pop(rel, None)
             if self._prefetched is not None:  # what was read before these rows were written is stale
                 for rel in (*gone, *put):
                     self._prefetched.pop(rel, None)
