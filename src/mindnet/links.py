@@ -659,7 +659,7 @@ class KeptResolver:
         return self._resolver
 
     def forget(self) -> None:
-        """Build anew next time (after a failed import, or once the store may have another writer)."""
+        """Build anew next time: after a failed import, whose read of the vault it may not match."""
         self._resolver = None
 
 

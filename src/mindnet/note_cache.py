@@ -28,7 +28,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from . import frontmatter, text, vault
 from .config import Settings
@@ -126,9 +126,8 @@ class NoteCache:
         if self._rows.get(rel) != key or self._db is None:
             return None
         try:
-            found = self._slim_row(rel) if slim else self._db.execute(
-                "SELECT note FROM notes WHERE path = ?", (rel,)).fetchone()
-            note = _note(json.loads(found[0])) if found is not None else None
+            stored = self._slim_text(rel) if slim else self._column(rel, "note")
+            note = _note(json.loads(stored)) if stored is not None else None
         except (sqlite3.Error, ValueError, TypeError, KeyError):
             return None
         if note is not None:
@@ -137,7 +136,7 @@ class NoteCache:
                 self._slim[rel] = (key, note)
         return note
 
-    def _slim_row(self, rel: str) -> tuple[str] | None:
+    def _slim_text(self, rel: str) -> str | None:
         """The slim note's JSON of `rel`'s row. The first one asked reads them all in one query: an import
         reads every note slim, and 30,000 single-row queries, each decoding the whole note, were 1.7 s of a
         3.3 s no-op import (issue 27); the slim rows of 30,000 notes are ~10 MB, let go as they are taken."""
@@ -145,10 +144,13 @@ class NoteCache:
         if self._prefetched is None:
             self._prefetched = dict(self._db.execute("SELECT path, slim FROM notes"))
         found = self._prefetched.pop(rel, None)
-        if found is None:  # written since the prefetch
-            row = self._db.execute("SELECT slim FROM notes WHERE path = ?", (rel,)).fetchone()
-            return (row[0],) if row is not None else None
-        return (found,)
+        return found if found is not None else self._column(rel, "slim")  # else: written since the prefetch
+
+    def _column(self, rel: str, column: Literal["note", "slim"]) -> str | None:
+        """One column (`note` or `slim`) of `rel`'s row, or None without a row."""
+        assert self._db is not None
+        row = self._db.execute(f"SELECT {column} FROM notes WHERE path = ?", (rel,)).fetchone()
+        return row[0] if row is not None else None
 
     def put(self, rel: str, st: os.stat_result, note: Note) -> None:
         """Remember a freshly read note, unless the file is too recent or the note does not round-trip."""

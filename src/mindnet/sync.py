@@ -345,8 +345,12 @@ def _run(
         known.start_empty()
     elif known is not None and not known.known:
         known.read(stored)
-    counts = stored.facet("notes", "sync_state") if known is None else None
-    states = known.states() if known is not None else set(counts or ())
+    counts: dict[str, int] | None = None  # the store's count of each state, when asked (`_stored_ids_except`)
+    if known is not None:
+        states = known.states()
+    else:
+        counts = stored.facet("notes", "sync_state")
+        states = set(counts)
     counted_from = (*_embedder_counts(embedder), ahead.windows_embedded)
     # A fresh store's first notes are chunked and embedded as soon as they are read (issue 18).
     early = _EmbedWhileReading(ahead, settings, default_tokenizer()) if opened.pending and not dry_run else None
@@ -926,14 +930,14 @@ class StoredStates:
         return self._by_id
 
 
-def _stored_ids_except(store: Store, states: set[str], stored: Mapping[str, int] | None = None) -> set[str]:
+def _stored_ids_except(store: Store, states: set[str], counts: Mapping[str, int] | None = None) -> set[str]:
     """Ids of the stored notes whose `sync_state` is none of `states`.
 
-    `stored`: the store's own count of each `sync_state` (`Store.facet`), when the caller has it. When every
+    `counts`: the store's own count of each `sync_state` (`Store.facet`), when the caller has it. When every
     stored state is among `states` and the counts add up to the stored notes (so none lacks the field), no
     note can be left, and the store is not read: in a no-op import of 30,000 notes that read was 0.9 s of 4.5
     (issue 27)."""
-    if stored is not None and stored.keys() <= states and sum(stored.values()) == store.count("notes"):
+    if counts is not None and counts.keys() <= states and sum(counts.values()) == store.count("notes"):
         return set()
     if len(states) > _MAX_FILTER_VALUES:
         stored = store.scroll("notes", fields=("sync_state",))

@@ -258,13 +258,10 @@ def _read_cached(
     # save's import in a 30,000-note vault, issue 27); a `Path` only for a file that is read or not found.
     path: Path | None = None
     try:
-        st = os.stat(os.path.join(root, rel))
-    except FileNotFoundError:
-        path = root / rel
         try:
-            path, st = stat_note(path)  # a name on disk in another Unicode form (`_on_disk`)
-        except OSError as exc:
-            raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
+            st = os.stat(os.path.join(root, rel))
+        except FileNotFoundError:
+            path, st = stat_note(root / rel)  # a name on disk in another Unicode form (`_on_disk`)
     except OSError as exc:
         raise NoteError(rel, f"cannot read file: {_os_reason(exc)}") from None
     note = cache.get(rel, st, slim)
