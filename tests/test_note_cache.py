@@ -131,6 +131,19 @@ def test_frontmatter_that_json_cannot_hold_is_read_every_time(notes: Path, monke
 STEPS = st.lists(st.tuples(st.sampled_from(["edit", "delete", "add"]), st.integers(0, 40)), max_size=6)
 
 
+def _take_step(root: Path, step: str, n: int, with_id: bool = False) -> None:
+    """One of `STEPS` done to the vault: append to, delete or add a note ("read" changes nothing)."""
+    files = sorted(p for p in root.rglob("*.md") if ".mindnet" not in p.parts)
+    if step == "edit":
+        with files[n % len(files)].open("a", encoding="utf-8") as fh:
+            fh.write(f"\n\nZeile {n} [[Neu {n}]]\n")
+    elif step == "delete" and len(files) > 1:
+        files[n % len(files)].unlink()
+    elif step == "add":
+        note_id = f"id: neu-{n}\n" if with_id else ""
+        (root / f"neu-{n}.md").write_text(f"---\ntitle: Neu {n}\n{note_id}---\n# Neu\n\nText {n}.\n", encoding="utf-8")
+
+
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=STEPS)
 def test_kept_slim_notes_equal_a_cold_slim_read(monkeypatch: pytest.MonkeyPatch, steps: list[tuple[str, int]]) -> None:
@@ -147,15 +160,7 @@ def test_kept_slim_notes_equal_a_cold_slim_read(monkeypatch: pytest.MonkeyPatch,
         cache.keep_slim()
         try:
             for step, n in [("read", 0), *steps]:
-                files = sorted(p for p in root.rglob("*.md") if ".mindnet" not in p.parts)
-                if step == "edit":
-                    with files[n % len(files)].open("a", encoding="utf-8") as fh:
-                        fh.write(f"\n\nZeile {n} [[Neu {n}]]\n")
-                elif step == "delete" and len(files) > 1:
-                    files[n % len(files)].unlink()
-                elif step == "add":
-                    text = f"---\ntitle: Neu {n}\n---\n# Neu\n\nText {n}.\n"
-                    (root / f"neu-{n}.md").write_text(text, encoding="utf-8")
+                _take_step(root, step, n)
                 result = read_vault(root, cache=cache, slim=True)
                 cache.save()
                 assert result == read_vault(root, slim=True)
@@ -184,15 +189,7 @@ def test_slim_reads_from_the_table_equal_a_cold_slim_read(monkeypatch: pytest.Mo
         kept = NoteCache(Path(tmp) / "kept.sqlite", Settings())
         kept.autosave = True  # as an import that writes sets it
         for step, n in [("read", 0), *steps, ("read", 0)]:
-            files = sorted(p for p in root.rglob("*.md") if ".mindnet" not in p.parts)
-            if step == "edit":
-                with files[n % len(files)].open("a", encoding="utf-8") as fh:
-                    fh.write(f"\n\nZeile {n} [[Neu {n}]]\n")
-            elif step == "delete" and len(files) > 1:
-                files[n % len(files)].unlink()
-            elif step == "add":
-                (root / f"neu-{n}.md").write_text(f"---\ntitle: Neu {n}\nid: neu-{n}\n---\n# Neu\n\nText {n}.\n",
-                                                  encoding="utf-8")
+            _take_step(root, step, n, with_id=True)  # an id: the one frontmatter key a slim note keeps
             cache = NoteCache(root / ".mindnet" / "notes.sqlite", Settings())
             try:
                 decoded.clear()
