@@ -627,6 +627,51 @@ def test_count_up_to_is_the_count_capped(tmp_path_factory, texts: list[list[str]
         assert store.count("chunks", flt) == sum(word in words for words in texts)
 
 
+MARKUP = [PointRecord("m#c01", {"note_id": "m", "text": "Fehler 404 beim Abruf"}),
+          PointRecord("m#c02", {"note_id": "m", "text": '<span class="caption">Listing 3-1: Ein Programm</span>'}),
+          PointRecord("m#c03", {"note_id": "m", "text": "如何实现 ist ein chinesischer Satz"})]
+
+
+def _matching(store: Store, word: str) -> set[str]:
+    return {p.id for p in store.scroll("chunks", Filter.all(TextMatch("text", word)))}
+
+
+def test_the_text_index_finds_numbers_and_words_against_markup(open_test_store: StoreFactory) -> None:
+    """The full-text index cuts words as `TEXT_TOKENIZER` does: a number is a word ("404"), and so is one
+    written against a tag; a run of Chinese characters is one word, as written."""
+    store = open_test_store()
+    store.ensure(SCHEMA)
+    store.upsert("chunks", MARKUP)
+    assert _matching(store, "404") == {"m#c01"}
+    assert _matching(store, "Listing") == {"m#c02"}
+    assert _matching(store, "如何实现") == {"m#c03"}
+    assert _matching(store, "Abruf 404") == {"m#c01"}
+    assert _matching(store, "Abruf 405") == set()
+
+
+def test_a_text_index_made_with_the_multilingual_tokenizer_is_made_anew(tmp_path) -> None:
+    """A store made before the word tokenizer (its record names the older index layout) gets its text index
+    made anew by the next `ensure`, over the chunks it holds: the multilingual one indexed no number."""
+    import qdrant_edge as qe
+
+    from mindnet.store.base import INDEX_LAYOUT, TEXT_TOKENIZER, text_tokenizer
+
+    path = tmp_path / "store"
+    with EdgeStore(path) as store:
+        store.ensure(SCHEMA)
+        store._update("chunks", qe.UpdateOperation.delete_field_index("text"))
+        store._update("chunks", qe.UpdateOperation.create_field_index("text", qe.TextIndexParams(
+            tokenizer=qe.TokenizerType.Multilingual, lowercase=True, on_disk=True)))
+        store._write_meta({**store._read_meta(), "indexes": INDEX_LAYOUT.rpartition(";text:")[0]})
+        store.upsert("chunks", MARKUP)
+        assert _matching(store, "404") == set()  # what the older index answered
+    with EdgeStore(path) as store:
+        store.ensure(SCHEMA)
+        assert text_tokenizer(store._shard("chunks").info().payload_schema["text"]) == TEXT_TOKENIZER
+        assert _matching(store, "404") == {"m#c01"}
+        assert store._read_meta()["indexes"] == INDEX_LAYOUT
+
+
 def test_data_without_meta_is_refused(tmp_path) -> None:
     path = tmp_path / "store"
     with EdgeStore(path) as store:

@@ -423,9 +423,10 @@ class Searcher:
         """How many chunks hold `word`, counted up to `cap`.
 
         A word of letters (or letters and digits) is counted in the chunk texts' full-text index. A number is
-        counted in the BM25 index instead (its term's first `cap` chunks): the full-text index's multilingual
-        tokenizer does not index numbers, so every number, "404" in every note as much as an error code in one,
-        counted as held by none and made its lexical top chunk an exact-word hit."""
+        counted in the BM25 index instead (its term's first `cap` chunks): a store's full-text index made before
+        the word tokenizer (`store.base.TEXT_TOKENIZER`; remade at the store's next import) indexes no number, so
+        there every number, "404" in every note as much as an error code in one, counted as held by none and made
+        its lexical top chunk an exact-word hit."""
         if not word.isdecimal():
             return self.store.count_up_to("chunks", Filter.all(TextMatch("text", word)), cap)
         return len(self.store.search_sparse("chunks", self._sparse_query(word), limit=cap, fields=()))

@@ -40,12 +40,31 @@ PREFIX_INDEXED = frozenset({"path"})
 """Keyword fields indexed for prefix matching (R22 "path prefix")."""
 TEXT_INDEXES: Mapping[str, tuple[str, ...]] = {"chunks": ("text",)}
 """Full-text payload indexes (R17: chunk `text`)."""
+TEXT_TOKENIZER = "word"
+"""Qdrant's tokenizer of the full-text indexes: words of letters and digits, split at everything else.
+
+Not `multilingual` (the tokenizer before 2026-12-06; `ensure` remakes an index made with it): that one loads
+a dictionary the first time a text in Chinese (+47 MB) or Japanese (+14 MB) reaches it, kept for good, so one
+such line anywhere in a vault stepped a server's memory up at the save or query that brought it (issue 27: the
++44 MB of `bench/scale.py`'s server over 100 edits at 30,000 notes); it indexes no number ("404", "2020") and
+misses words written against markup (`<span>Listing 3-1`). On German and English words both cut alike
+(docs/decisions/large-vaults.md)."""
 
 INDEX_LAYOUT = ";".join(f"{name}:{','.join(KEYWORD_INDEXES.get(name, ()))}:{','.join(TEXT_INDEXES.get(name, ()))}"
                         f":{','.join(SPARSE_VECTORS[name])}"
-                        for name in ("chunks", "notes", "edges")) + ";prefix:" + ",".join(sorted(PREFIX_INDEXED))
+                        for name in ("chunks", "notes", "edges")) + ";prefix:" + ",".join(sorted(PREFIX_INDEXED)) \
+    + f";text:{TEXT_TOKENIZER}"
 """Every payload index and sparse vector `ensure` makes, as the store's record keeps it (`indexes`): a new one
 in a later version differs from what an older store recorded, so `ensure` makes it then."""
+
+
+
+def text_tokenizer(info: Any) -> str:
+    """The tokenizer of a full-text index as an engine's payload schema describes it (`word`, `multilingual`):
+    Edge's and qdrant-client's `params.tokenizer` are enums of different types, both named by their last part."""
+    params = getattr(info, "params", None)
+    return str(getattr(params, "tokenizer", "")).rpartition(".")[2].lower()
+
 
 SEARCH_EF = 768
 """Candidates a dense HNSW walk keeps (Qdrant's `hnsw_ef`; its default is the build's 128), in both adapters.

@@ -15,7 +15,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
-from .base import PREFIX_INDEXED, SEARCH_EF, Store, _scored, _stored
+from .base import PREFIX_INDEXED, SEARCH_EF, TEXT_TOKENIZER, Store, _scored, _stored, text_tokenizer
 from .lease import DEFAULT_TTL, ImportLease
 from .lexical import SPARSE_VECTOR
 from .records import (
@@ -187,9 +187,12 @@ class ClientStore(Store):
                                    if key in PREFIX_INDEXED else qm.PayloadSchemaType.KEYWORD)
                     self._client.create_payload_index(name, key, schema)
             for key in texts:
+                if key in have and text_tokenizer(have[key]) != TEXT_TOKENIZER:
+                    self._client.delete_payload_index(name, key)  # made anew below
+                    have = {k: v for k, v in have.items() if k != key}
                 if key not in have:
                     self._client.create_payload_index(name, key, qm.TextIndexParams(
-                        type=qm.TextIndexType.TEXT, tokenizer=qm.TokenizerType.MULTILINGUAL, lowercase=True))
+                        type=qm.TextIndexType.TEXT, tokenizer=qm.TokenizerType.WORD, lowercase=True))
 
     @server_call("write points to collection")
     def _upsert(self, collection: str,

@@ -17,7 +17,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from ..errors import StoreError
-from .base import PREFIX_INDEXED, SEARCH_EF, Store, _scored, _stored
+from .base import PREFIX_INDEXED, SEARCH_EF, TEXT_TOKENIZER, Store, _scored, _stored, text_tokenizer
 from .lexical import SPARSE_VECTOR
 from .records import (
     AnyOf,
@@ -266,6 +266,9 @@ class EdgeStore(Store):
                                                enable_hnsw=False)
                 self._update(collection, qe.UpdateOperation.create_field_index(key, params))
         for key in texts:
+            if key in have and text_tokenizer(have[key]) != TEXT_TOKENIZER:
+                self._update(collection, qe.UpdateOperation.delete_field_index(key))  # made anew below
+                have = {k: v for k, v in have.items() if k != key}
             if key not in have:
                 self._update(collection, qe.UpdateOperation.create_field_index(key, _edge_text_index()))
 
@@ -574,9 +577,9 @@ def _edge_error(path: Path, exc: Exception) -> StoreError:
 
 
 def _edge_text_index() -> qe.TextIndexParams:
-    # Multilingual tokenizer: German compounds and umlauts split as a reader expects; no stemmer,
-    # so a text filter means "these words occur", as written.
-    return qe.TextIndexParams(tokenizer=qe.TokenizerType.Multilingual, lowercase=True, memory=_cold(), on_disk=True,
+    """The chunk text's full-text index (R17): Qdrant's word tokenizer (`TEXT_TOKENIZER`), lower-cased, no stemmer,
+    so that a text filter means "these words occur", as written."""
+    return qe.TextIndexParams(tokenizer=qe.TokenizerType.Word, lowercase=True, memory=_cold(), on_disk=True,
                               enable_hnsw=False)
 
 
