@@ -569,6 +569,24 @@ def test_a_watching_resident_loads_what_a_save_needs_before_the_save_and_imports
     assert not any(p.name == "qdrant" for p in vault.rglob("*"))  # no store: nothing was imported
 
 
+def test_a_watching_resident_opens_every_collection_a_save_writes_before_the_save(tmp_path: Path) -> None:
+    """Issue 27: a search never opens the edges' shard and a save's import writes it; `prepare_import` opens
+    all three, so the first save neither waits for them nor adds them to a server's memory at rest."""
+    from mindnet.api import WRITTEN_BY_SAVES
+
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "a.md").write_text("# A\n\nEin Satz mit [[B]].\n", encoding="utf-8")
+    settings = Settings(store_path=str(tmp_path / "store"))
+    with Index(vault, settings, embedder=FakeEmbedder()) as index:
+        index.import_vault(e5=False)
+    with Index(vault, settings, embedder=FakeEmbedder()) as index:
+        index.search("Satz", mode="hybrid")
+        assert "edges" not in index.store()._shards  # what the first save would otherwise open
+        index.prepare_import()
+        assert set(index.store()._shards) == set(WRITTEN_BY_SAVES)
+
+
 def test_a_resident_hands_back_what_each_import_freed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 27: a resident releases the memory each import freed (`Index.release_memory`) before it answers
     the import's waiters, failed imports included; a long watch session otherwise kept every import's peak."""

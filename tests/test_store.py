@@ -963,3 +963,61 @@ def test_a_resident_fixes_the_threshold_once_its_first_import_is_done(tmp_path) 
     done = subprocess.run([sys.executable, "-c", _LARGE_BLOCK_PROBE, "resident", tests, str(tmp_path)],
                           capture_output=True, text=True, timeout=120, check=True)
     assert done.stdout.split()[-2:] == ["0", "1"]
+
+
+_ARENA_PROBE = """
+import ctypes, os, sys, tempfile, threading
+from mindnet.store import limit_arenas
+
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.fopen.restype, libc.fopen.argtypes = ctypes.c_void_p, [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes, libc.fclose.argtypes = [ctypes.c_int, ctypes.c_void_p], [ctypes.c_void_p]
+if sys.argv[1] == "limited":
+    assert limit_arenas(1)
+elif sys.argv[1] == "resident":  # made, not started: its threads come later
+    import pathlib
+    sys.path.insert(0, sys.argv[2])
+    from fakes import FakeEmbedder
+    from mindnet import Resident, Settings
+    root = pathlib.Path(sys.argv[3])
+    (root / "vault").mkdir()
+    Resident(root / "vault", Settings(store_path=str(root / "store")), watch=False, e5=False, embedder=FakeEmbedder())
+held = []
+start = threading.Barrier(6)
+
+
+def work() -> None:
+    start.wait()
+    held.extend(libc.malloc(64) for _ in range(500))  # kept: each block stays in the heap it was cut from
+
+
+threads = [threading.Thread(target=work) for _ in range(6)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+fd, path = tempfile.mkstemp()
+os.close(fd)
+out = libc.fopen(path.encode(), b"w")
+libc.malloc_info(0, out)
+libc.fclose(out)
+print(open(path).read().count("<heap nr="))
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the arenas are glibc's")
+def test_a_residents_threads_share_at_most_two_heaps(tmp_path) -> None:
+    """Issue 27: every thread that allocates gets a glibc heap of its own (up to 8 per core), and the free
+    space between the blocks each keeps stays resident; a resident's threads share `RESIDENT_ARENAS`."""
+    from mindnet.store.embedded import RESIDENT_ARENAS
+
+    def heaps(*args: str) -> int:
+        done = subprocess.run([sys.executable, "-c", _ARENA_PROBE, *args], capture_output=True, text=True,
+                              timeout=120, check=True)
+        return int(done.stdout.strip())
+
+    assert heaps("glibc") > RESIDENT_ARENAS
+    assert heaps("limited") == 1
+    tests = str(Path(__file__).resolve().parent)
+    assert heaps("resident", tests, str(tmp_path)) <= RESIDENT_ARENAS

@@ -235,6 +235,10 @@ WARM_UP_NOTE = (
 )
 """What `Index.prepare_import` chunks: frontmatter, headings, a link, a list and code in both languages, so
 every part of the chunker a save needs has run once."""
+WRITTEN_BY_SAVES = ("chunks", "notes", "edges")
+"""The collections `Index.prepare_import` opens for a watching resident: a save's import writes all three, and a
+search opens only the first two (the edges' shard, opened by the first save, was ~9 MB and ~1 s of it at 30,000
+notes)."""
 WARM_SAMPLE_NOTES = 400
 WARM_SAMPLE_CHARS = 1_000_000
 """Notes, and characters of them, whose words a resident that imports prepares once ready
@@ -775,13 +779,16 @@ class Index:
     def prepare_import(self) -> None:
         """Load now what the first import of a saved note would: the default model (sentencepiece), the
         Markdown parser, the language model and the sentence splitter, by chunking `WARM_UP_NOTE` (kept
-        nowhere). A watching resident calls it after it says ready, so that its first save does not wait
-        for them."""
+        nowhere), and the store's collections it writes. A watching resident calls it after it says ready, so
+        that its first save does not wait for them, and its memory at rest is what its saves need (issue 27)."""
         from .chunking.pipeline import chunk_note
         from .reading import note_from_text
 
         self.embedder.prepare()
         chunk_note(note_from_text(WARM_UP_NOTE, self.settings, "warm-up.md"), self.settings)
+        if self.has_store():  # the shards a save writes (`WRITTEN_BY_SAVES`)
+            for collection in WRITTEN_BY_SAVES:
+                self.store().count(collection)
 
     def keep_resident(self, *, sample: bool, stop: Callable[[], bool] | None = None) -> None:
         """Load whole what the default model would otherwise load a word at a time (`Embedder.keep_resident`),

@@ -27,7 +27,7 @@ from .api import Index
 from .config import Settings, store_dir
 from .embedding import Embedder
 from .errors import printable
-from .store import map_large_blocks
+from .store import limit_arenas, map_large_blocks
 from .sync import ImportSummary
 from .vault import EXCLUDED_DIRS, IGNORE_FILE, ignore_spec
 
@@ -140,6 +140,7 @@ class Resident:
             loading: the models' preload (`preload_models(settings, vault=...)`) the caller started before
                 it imported the index stack; the warm-up then waits for that one instead of starting its own.
         """
+        limit_arenas()  # before this resident's threads start: they share two of glibc's heaps
         self.index = Index(vault, settings, embedder=embedder, e5=e5_model, shared=True)
         self.root = self.index.root
         self.settings = settings

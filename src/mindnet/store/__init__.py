@@ -33,7 +33,7 @@ from ..errors import StoreError
 from .base import KEYWORD_INDEXES, PREFIX_INDEXED, TEXT_INDEXES, Store
 from .client import ClientStore
 from .copy import copy_store
-from .embedded import EdgeStore, map_large_blocks, release_freed_memory
+from .embedded import EdgeStore, limit_arenas, map_large_blocks, release_freed_memory
 from .lease import ImportLease
 from .lexical import (
     BM25_SHAPES,
@@ -115,6 +115,7 @@ __all__ = [
     "copy_store",
     "lexical_document",
     "lexical_query",
+    "limit_arenas",
     "map_large_blocks",
     "open_store",
     "point_id",

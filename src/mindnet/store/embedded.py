@@ -510,10 +510,34 @@ def map_large_blocks(size: int = LARGE_BLOCK_BYTES) -> bool:
     return False
 
 
+M_ARENA_MAX = -8
+"""glibc's `mallopt` parameter number of the most arenas (per-thread heaps) it makes."""
+RESIDENT_ARENAS = 2
+"""The arenas a resident's threads share (`limit_arenas`)."""
+
+
+def limit_arenas(count: int = RESIDENT_ARENAS) -> bool:
+    """Let the threads started from now on share at most `count` of glibc's arenas; True when glibc took it.
+    For a resident, before it starts its threads (the writer, the watcher, the encoder's pass workers).
+
+    Why: glibc gives a thread that meets a busy arena one of its own (up to 8 per core), and the free space left
+    between the blocks of each stays resident. A resident's saves are made by several threads in turn (the
+    writer parses and writes, the encoder's workers run the model), so every one of their arenas kept its own
+    free pages: at 30,000 notes, one edit per save, anonymous memory grew ~22 MB over saves 1-40 with the free
+    space inside the arenas 10 -> 26 MB; with two arenas ~13 MB, flat from the 10th save
+    (docs/decisions/large-vaults.md). A no-op where there is no glibc."""
+    libc = _libc()
+    if libc is None:
+        return False
+    with contextlib.suppress(AttributeError):
+        return bool(libc.mallopt(M_ARENA_MAX, count))
+    return False
+
+
 @functools.cache
 def _libc() -> ctypes.CDLL | None:
-    """glibc, loaded once for `release_freed_memory`, `release_mapped_pages` and `map_large_blocks`; None where
-    there is none."""
+    """glibc, loaded once for `release_freed_memory`, `release_mapped_pages`, `map_large_blocks` and `limit_arenas`;
+    None where there is none."""
     try:
         return ctypes.CDLL("libc.so.6", use_errno=True)
     except OSError:
