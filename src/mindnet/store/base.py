@@ -45,10 +45,9 @@ TEXT_TOKENIZER = "word"
 
 Not `multilingual` (the tokenizer before 2026-12-06; `ensure` remakes an index made with it): that one loads
 a dictionary the first time a text in Chinese (+47 MB) or Japanese (+14 MB) reaches it, kept for good, so one
-such line anywhere in a vault stepped a server's memory up at the save or query that brought it (issue 27: the
-+44 MB of `bench/scale.py`'s server over 100 edits at 30,000 notes); it indexes no number ("404", "2020") and
-misses words written against markup (`<span>Listing 3-1`). On German and English words both cut alike
-(docs/decisions/large-vaults.md)."""
+such line anywhere in a vault stepped a resident's memory up at the save that brought it (issue 27: ~46 MB at one
+edit of a 30,000-note vault); it indexes no number ("404", "2020") and misses words written against markup
+(`<span>Listing 3-1`). On German and English words both cut alike (docs/decisions/large-vaults.md)."""
 
 INDEX_LAYOUT = ";".join(f"{name}:{','.join(KEYWORD_INDEXES.get(name, ()))}:{','.join(TEXT_INDEXES.get(name, ()))}"
                         f":{','.join(SPARSE_VECTORS[name])}"
