@@ -57,7 +57,6 @@ INDEX_LAYOUT = ";".join(f"{name}:{','.join(KEYWORD_INDEXES.get(name, ()))}:{','.
 in a later version differs from what an older store recorded, so `ensure` makes it then."""
 
 
-
 def text_tokenizer(info: Any) -> str:
     """The tokenizer of a full-text index as an engine's payload schema describes it (`word`, `multilingual`):
     Edge's and qdrant-client's `params.tokenizer` are enums of different types, both named by their last part."""

@@ -187,12 +187,12 @@ class ClientStore(Store):
                                    if key in PREFIX_INDEXED else qm.PayloadSchemaType.KEYWORD)
                     self._client.create_payload_index(name, key, schema)
             for key in texts:
-                if key in have and text_tokenizer(have[key]) != TEXT_TOKENIZER:
-                    self._client.delete_payload_index(name, key)  # made anew below
-                    have = {k: v for k, v in have.items() if k != key}
-                if key not in have:
-                    self._client.create_payload_index(name, key, qm.TextIndexParams(
-                        type=qm.TextIndexType.TEXT, tokenizer=qm.TokenizerType.WORD, lowercase=True))
+                if key in have and text_tokenizer(have[key]) == TEXT_TOKENIZER:
+                    continue
+                if key in have:  # made with another tokenizer: made anew
+                    self._client.delete_payload_index(name, key)
+                self._client.create_payload_index(name, key, qm.TextIndexParams(
+                    type=qm.TextIndexType.TEXT, tokenizer=qm.TokenizerType.WORD, lowercase=True))
 
     @server_call("write points to collection")
     def _upsert(self, collection: str,

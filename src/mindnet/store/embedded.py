@@ -266,11 +266,11 @@ class EdgeStore(Store):
                                                enable_hnsw=False)
                 self._update(collection, qe.UpdateOperation.create_field_index(key, params))
         for key in texts:
-            if key in have and text_tokenizer(have[key]) != TEXT_TOKENIZER:
-                self._update(collection, qe.UpdateOperation.delete_field_index(key))  # made anew below
-                have = {k: v for k, v in have.items() if k != key}
-            if key not in have:
-                self._update(collection, qe.UpdateOperation.create_field_index(key, _edge_text_index()))
+            if key in have and text_tokenizer(have[key]) == TEXT_TOKENIZER:
+                continue
+            if key in have:  # made with another tokenizer: made anew
+                self._update(collection, qe.UpdateOperation.delete_field_index(key))
+            self._update(collection, qe.UpdateOperation.create_field_index(key, _edge_text_index()))
 
     def _upsert(self, collection: str,
                 batch: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, SparseVec]]]) -> None:
@@ -502,12 +502,7 @@ def map_large_blocks(size: int = LARGE_BLOCK_BYTES) -> bool:
     85-100 MB and the memory grew by ~0.4 MB per round (docs/decisions/large-vaults.md). A fixed threshold
     also stops glibc moving its trim threshold. A no-op where there is no glibc.
     """
-    libc = _libc()
-    if libc is None:
-        return False
-    with contextlib.suppress(AttributeError):
-        return bool(libc.mallopt(M_MMAP_THRESHOLD, size))
-    return False
+    return _mallopt(M_MMAP_THRESHOLD, size)
 
 
 M_ARENA_MAX = -8
@@ -526,18 +521,23 @@ def limit_arenas(count: int = RESIDENT_ARENAS) -> bool:
     free pages: at 30,000 notes, one edit per save, anonymous memory grew ~22 MB over saves 1-40 with the free
     space inside the arenas 10 -> 26 MB; with two arenas ~13 MB, flat from the 10th save
     (docs/decisions/large-vaults.md). A no-op where there is no glibc."""
+    return _mallopt(M_ARENA_MAX, count)
+
+
+def _mallopt(param: int, value: int) -> bool:
+    """glibc's `mallopt(param, value)`; True when glibc took it, False where there is no glibc (or no `mallopt`)."""
     libc = _libc()
     if libc is None:
         return False
     with contextlib.suppress(AttributeError):
-        return bool(libc.mallopt(M_ARENA_MAX, count))
+        return bool(libc.mallopt(param, value))
     return False
 
 
 @functools.cache
 def _libc() -> ctypes.CDLL | None:
-    """glibc, loaded once for `release_freed_memory`, `release_mapped_pages`, `map_large_blocks` and `limit_arenas`;
-    None where there is none."""
+    """glibc, loaded once for `release_freed_memory`, `release_mapped_pages` and `_mallopt`; None where there is
+    none."""
     try:
         return ctypes.CDLL("libc.so.6", use_errno=True)
     except OSError:
