@@ -16,8 +16,9 @@ Per size: `mindnet import --json` as a process (wall time, peak RSS from wait4),
 mapped files' pages), search p50/p95 over HTTP
 (`/api/search`, lexical+dense), RSS after `--edits` edits (appended lines, `--rounds` rounds each waited
 for), and once more after a round of searches that follows them (the store pages the searches map are part
-of what a server holds while it is used). The models' own RSS is that of `serve` on a 10-note
-vault after the same warm-up.
+of what a server holds while it is used). With more than 100 edits the server is also measured at rest every
+100 (`--edits 400 --rounds 40`: four figures, ten notes a save as with the defaults), to show whether what it
+holds levels off. The models' own RSS is that of `serve` on a 10-note vault after the same warm-up.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ DOCS = MSDOCS / "docs"
 """The 2,905 notes of the corpus (its SOURCE.md left out), as the issue measured them."""
 MINDNET = str(Path(sys.executable).with_name("mindnet"))
 IDLE_NOTE = "IDLE_RELEASE_SECONDS + 1.5 s after the last search"
+CHECKPOINT_EDITS = 100
+"""With `--edits` above this, the server is also measured at rest (after a round of searches) every this many edits:
+whether what it holds levels off or keeps growing with the saves."""
 QUERIES = ("Besprechung planen", "Anrufweiterleitung einrichten", "Teams Räume Geräte", "Richtlinien für Chats",
            "Skype for Business Migration", "Gastzugriff aktivieren", "Telefonnummern zuweisen", "Livestream",
            "Wie konfiguriere ich Direct Routing?", "Aufbewahrungsrichtlinien für Teams")
@@ -110,7 +114,7 @@ def at_rest(server: Served, key: str) -> dict[str, float]:
             f"{key}_file_mb": parts.get("RssFile", float("nan"))}
 
 
-def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict[str, float]:
+def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict[str, Any]:
     """Serve RSS once warmed up, search latency, and RSS after `edits` edits in `rounds` waited-for rounds."""
     server = Served(vault, log, store=store, command=[MINDNET], timeout=600)
     try:
@@ -129,6 +133,7 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
             per_round = max(1, edits // max(1, rounds))
             done = 0
             rss: list[float] = []
+            by_hundred: list[float] = []
             while done < edits:
                 before = server.imports()
                 for i in range(done, min(edits, done + per_round)):
@@ -138,10 +143,14 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
                 time.sleep(0.5)
                 server.wait_idle(before + 1)
                 rss.append(server.rss_mb())
+                if done % CHECKPOINT_EDITS == 0 and done < edits:  # the last one is the figure below
+                    searches(server, 1)
+                    by_hundred.append(at_rest(server, "r")["r_mb"])
             out |= {"rss_edits_mb": rss[-1], "rss_edits_min_mb": min(rss), "rss_edits_max_mb": max(rss)}
             searches(server, 1)  # what a user who searches between saves sees
             out["rss_edits_searched_mb"] = server.rss_mb()
             out |= at_rest(server, "rss_edits_rest")
+            out["rss_rest_by_edits_mb"] = [*by_hundred, out["rss_edits_rest_mb"]]
         return out
     finally:
         server.stop()
@@ -228,6 +237,11 @@ def main() -> None:
         print(f"  at rest after the {args.edits} edits and a round of searches: {large['rss_edits_rest_mb']:.0f} MB "
               f"({(large['rss_edits_rest_mb'] - large['rss_rest_mb']) / large['rss_rest_mb'] * 100:+.1f} % of at rest "
               "before them)")
+        if len(large.get("rss_rest_by_edits_mb", ())) > 1:
+            print(f"  at rest every {CHECKPOINT_EDITS} edits: {large['rss_rest_mb']:.0f} -> "
+                  + " -> ".join(f"{m:.0f}" for m in large["rss_rest_by_edits_mb"]) + " MB ("
+                  + ", ".join(f"{(m - large['rss_rest_mb']) / large['rss_rest_mb'] * 100:+.1f} %"
+                              for m in large["rss_rest_by_edits_mb"]) + ")")
     if "rss_edits_mb" in large:
         warm = large["rss_warm_mb"]
         drift = (large["rss_edits_max_mb"] - large["rss_edits_min_mb"]) / warm * 100

@@ -45,7 +45,7 @@ from .embedding import CachedEmbedder, Embedder, EmbeddingCache, make_embedder
 from .errors import MindnetError, NotFoundError, VaultNotFoundError
 from .points import DENSE_VECTOR, E5_VECTOR
 from .quality_tier import E5_MODEL, E5Mark, e5_available, e5_gain_text, fill_e5, tier_covers
-from .search import Context, Hit, NoteHit, Searcher, fuse_hits, group_hits, note_names
+from .search import Context, Hit, NoteHit, Searcher, fuse_hits, group_hits, names_of, note_names
 from .store import Equals, Filter, HasVector, Store, copy_store, release_freed_memory
 from .stores import open_local_store, open_server_store, open_store
 from .text import line_of, line_starts
@@ -301,6 +301,9 @@ class Index:
         self._lock: ImportLock | None = None
         self._stored_states: StoredStates | None = None
         """The stored notes' states, kept between imports once `keep_stored_states` asked for them."""
+        self._written_names: tuple[int, NoteNames] | None = None
+        """The title list's names as the last write left them (`StoredStates.version`, the names), made from the
+        stored states on the writer's thread after each write that changed them (`_keep_written_names`)."""
         self._kept_resolver: KeptResolver | None = None
         """The link resolver, kept between imports once `keep_resolver` asked for it."""
         self._searcher: Searcher | None = None
@@ -413,6 +416,7 @@ class Index:
                 else:
                     name_file.end_writing(self.folder)
                     self._searcher = None  # its title index holds the names from before the write
+                    self._keep_written_names()
                 if self._generation is not None:  # this index's store is the new generation's (`name_file`)
                     self._generation = name_file.generation(self.folder)
 
@@ -850,7 +854,8 @@ class Index:
             # The provider is asked once, on the first search that fuses e5, and the model loads on the
             # e5 thread when that search embeds its query there, beside the rest of the search.
             store = self.store()
-            names = self._kept_names if self._generation is not None else None
+            kept = self._generation is not None or self._written_names is not None
+            names = self._kept_names if kept else None
             if names is None and not self.settings.qdrant_url:
                 # Only this process writes an embedded store (Edge locks it), and every write through this
                 # index drops the searcher (`_writing`): its names are read once, not re-counted per search
@@ -859,6 +864,17 @@ class Index:
             self._searcher = Searcher(store, self.embedder, self.settings, quality=self._e5_for_search,
                                       executor=self._e5_query_pool(), names=names)
         return self._searcher
+
+    def _keep_written_names(self) -> None:
+        """After a write, the names the next searcher's title list needs, from the notes' states a resident keeps
+        (`keep_stored_states`): made here, on the writing thread, because an import changes those states while
+        searches run. Without them (a short-lived index, a store by URL, a failed import) the searcher reads
+        them from the store (`_kept_names`)."""
+        states = self._stored_states
+        if states is None or not states.known:
+            self._written_names = None
+        elif self._written_names is None or self._written_names[0] != states.version:
+            self._written_names = (states.version, names_of(states.rows()))
 
     def _kept_names(self) -> NoteNames:
         """The title list's note names: the file beside the store when it was written at the generation this
@@ -869,6 +885,9 @@ class Index:
         scrolling it was a third of a warm-up after the models). It does not write the file: its e5 fill
         starts a new generation with every run, and the next one-off search keeps the names itself.
         """
+        written = self._written_names
+        if written is not None:
+            return written[1]
         seen, prefix = self._generation, self.settings.collection_prefix
         store = self.store()
         store.count("chunks")  # holds the chunks collection open: no import can write until this index closes
@@ -988,6 +1007,7 @@ class Index:
         self._store = self._cache = self._notes_cache = None
         if self._stored_states is not None:
             self._stored_states.forget()  # another process may write the store once it is closed
+        self._written_names = None
         if self._lock is not None:
             self._lock.release()  # last: no other importer may open the store before it is closed
         self._default = self._e5 = None

@@ -37,6 +37,9 @@ NOTE_VECTOR = "note"
 the note's lead chunk only (`lead_chunks`), scored by its closest window."""
 NOTE_WINDOW_TOKENS = 300
 """Window size of the note-level vectors, in the model's tokens: a short note is one window, title and all."""
+NAME_FIELDS = ("title", "aliases", "area", "project")
+"""The note point's fields the title list names notes by (`search.note_names`); a resident keeps them with its stored
+states (`sync.StoredStates`), so that its searcher after a save reads no note point."""
 NOTE_FIELDS = (("title", 3), ("aliases", 2), ("headings", 2), ("path", 1))
 """A note's fields in its note-level BM25 document and how many times each counts: the words that say what a
 note is about (BM25F by repetition). Its text is not among them: the chunks' BM25 list counts it already,

@@ -27,7 +27,7 @@ from .fusion import (
 )
 from .fusion import _Cand as _Cand
 from .results import Explanation, Hit, NoteHit, Part, fuse_hits, group_hits, snippet
-from .searcher import MODES, Mode, Searcher, note_names
+from .searcher import MODES, Mode, Searcher, names_of, note_names
 
 __all__ = [
     "DENSE_VECTOR",
@@ -55,6 +55,7 @@ __all__ = [
     "fuse",
     "fuse_hits",
     "group_hits",
+    "names_of",
     "note_fulltexts",
     "note_names",
     "query_languages",

@@ -26,7 +26,7 @@ from typing import Any, Literal, TypeAlias
 from ..config import Settings
 from ..embedding import Embedder
 from ..errors import MindnetError
-from ..points import DENSE_VECTOR, E5_VECTOR, NOTE_VECTOR
+from ..points import DENSE_VECTOR, E5_VECTOR, NAME_FIELDS, NOTE_VECTOR
 from ..store import (
     NOTE_SPARSE,
     AnyOf,
@@ -78,11 +78,16 @@ query's lists was a quarter of its time at 100k chunks (issue 25)."""
 def note_names(store: Store) -> NoteNames:
     """Every note's title and aliases, and its area and project, from the notes collection: what the
     title list looks names up in (`TitleIndex`)."""
-    notes = list(store.scroll("notes", fields=["title", "aliases", "area", "project"]))
-    names = tuple((p.id, str(name)) for p in notes
-                  for name in [p.payload.get("title") or "", *(p.payload.get("aliases") or [])])
-    groups = tuple((p.id, str(p.payload[field])) for p in notes for field in ("area", "project")
-                   if p.payload.get(field))
+    return names_of([(p.id, p.payload) for p in store.scroll("notes", fields=list(NAME_FIELDS))])
+
+
+def names_of(notes: Sequence[tuple[str, Mapping[str, Any]]]) -> NoteNames:
+    """The title list's names of `(note id, its note point's NAME_FIELDS)` pairs, in their order: from a scroll
+    of the notes (`note_names`), or from what a resident keeps of them (`sync.StoredStates.rows`)."""
+    names = tuple((note_id, str(name)) for note_id, fields in notes
+                  for name in [fields.get("title") or "", *(fields.get("aliases") or [])])
+    groups = tuple((note_id, str(fields[field])) for note_id, fields in notes for field in ("area", "project")
+                   if fields.get(field))
     return names, groups
 
 
@@ -563,4 +568,4 @@ def _hit(rank: int, c: _Cand, explain: bool = False) -> Hit:
     )
 
 
-__all__ = ["MODES", "Hit", "Mode", "NoteHit", "Searcher", "note_names"]
+__all__ = ["MODES", "Hit", "Mode", "NoteHit", "Searcher", "names_of", "note_names"]
