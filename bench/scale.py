@@ -54,8 +54,9 @@ QUERIES = ("Besprechung planen", "Anrufweiterleitung einrichten", "Teams Räume 
 def build_vault(work: Path, notes: int) -> Path:
     """`notes` files from copies of msdocs, each copy in its own folder; copies after the first edited."""
     vault = work / f"vault-{notes}"
-    if vault.is_dir():
+    if vault.is_dir() and not edited(vault).exists():
         return vault
+    shutil.rmtree(vault, ignore_errors=True)  # a run's edits are in it: its texts are no longer all cached
     source = sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md"))
     tmp = work / f".building-{notes}"
     shutil.rmtree(tmp, ignore_errors=True)
@@ -71,6 +72,11 @@ def build_vault(work: Path, notes: int) -> Path:
         target.write_text(text, encoding="utf-8")
     tmp.rename(vault)
     return vault
+
+
+def edited(vault: Path) -> Path:
+    """The mark beside a vault that `served` edited: the next run builds it again."""
+    return vault.with_name(f"{vault.name}.edited")
 
 
 def timed(cmd: list[str]) -> tuple[float, float, str]:
@@ -129,6 +135,7 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
         out |= {"search_p50_ms": pct(took, 0.5) * 1000, "search_p95_ms": pct(took, 0.95) * 1000}
         out |= at_rest(server, "rss_rest")
         if edits:
+            edited(vault).touch()
             notes = sorted(p for p in vault.rglob("*.md") if ".mindnet" not in p.parts)
             per_round = max(1, edits // max(1, rounds))
             done = 0
