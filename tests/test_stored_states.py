@@ -186,6 +186,20 @@ def test_a_residents_searcher_after_a_save_names_notes_without_reading_every_not
         assert [m.note_id for m in index.searcher().title_matches("wo steht der letzter buchstabe")] == [omega]
         assert [m.note_id for m in index.searcher().title_matches("omega")] == [omega]
         assert "notes" not in scrolled
+        made = index.searcher()._titles
+        with (root / "alpha.md").open("a", encoding="utf-8") as fh:  # a save that names nothing anew
+            fh.write("\n\nMore text.\n")
+        assert index.import_vault(e5=False).notes_changed == 1
+        scrolled.clear()  # an import reads the notes for its own reasons; a search must not
+        searcher = index.searcher()
+        assert searcher.title_matches("alpha") and made is not None and searcher._titles is not None
+        assert searcher._titles[1] is made[1]  # the title index is kept, not made again
+        (root / "alpha.md").write_text("# Alpha Prime\n\nRenamed.\n", encoding="utf-8")
+        index.import_vault(e5=False)
+        scrolled.clear()
+        renamed = index.searcher().title_matches("alpha prime")
+        assert renamed and renamed[0].words == 2 and index.searcher()._titles[1] is not made[1]
+        assert "notes" not in scrolled
     finally:
         index.close()
 

@@ -98,7 +98,7 @@ class Searcher:
     def __init__(self, store: Store, embedder: Embedder, settings: Settings, *,
                  tuning: SearchTuning | None = None, dense_vector: str = DENSE_VECTOR,
                  quality: Embedder | Callable[[], Embedder | None] | None = None,
-                 executor: Executor | None = None, names: Callable[[], NoteNames] | None = None) -> None:
+                 executor: Executor | None = None, titles: Callable[[], TitleIndex] | None = None) -> None:
         """Bind the parts a search needs; every model arrives from its owner (`api.Index`).
 
         Args:
@@ -114,9 +114,10 @@ class Searcher:
             executor: where the e5 list (query embedding and search) is made while this thread
                 embeds the query with USE and asks the store for the other lists (`_e5_list`);
                 None makes it in line. The caller owns it and shuts it down (`api.Index.close`).
-            names: where the title list's note names come from, asked once (a one-off search: the
-                names kept beside the store, `name_file`); None reads them from the notes collection
-                (`note_names`) and again whenever its count changes (a resident outlives imports).
+            titles: where the title list's index comes from, asked once (a one-off search: made from the
+                names kept beside the store, `name_file`; a resident: the one it keeps while no write changed
+                the names); None makes it from the notes collection (`note_names`) and again whenever its count
+                changes (a resident outlives imports).
         """
         self.store = store
         self.embedder = embedder
@@ -129,7 +130,7 @@ class Searcher:
         """Still to be asked for the model; None once asked, or when a model was given."""
         self._titles: tuple[int, TitleIndex] | None = None
         """The title/alias index and the notes count it was built at (rebuilt when that changes)."""
-        self._names = names
+        self._title_index = titles
 
     def quality_embedder(self) -> Embedder | None:
         """The embedder for the store's `e5` vectors, or None when the tier cannot take part.
@@ -157,11 +158,11 @@ class Searcher:
         """The notes the query names by title or alias, each with its name's share (`TitleIndex.named`),
         longest name first.
 
-        The index is built once from `names` when given; else from the notes collection, and again
+        The index is asked for once from `titles` when given; else built from the notes collection, and again
         only when the number of notes changed (a resident searcher outlives imports)."""
-        if self._names is not None:
+        if self._title_index is not None:
             if self._titles is None:
-                self._titles = (-1, TitleIndex(*self._names()))
+                self._titles = (-1, self._title_index())
             return self._titles[1].named(query)
         count = self.store.count("notes")
         if self._titles is None or self._titles[0] != count:
