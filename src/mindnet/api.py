@@ -870,8 +870,8 @@ class Index:
 
     def _kept_titles(self) -> TitleIndex:
         """The title list's index for a new searcher: while the names are those the last write left, the one made
-        from them before (a save that names nothing anew keeps it: ~70 ms of the first search after a save at
-        30,000 notes), else one made from `_kept_names`."""
+        from them before (a save that names nothing anew keeps it: indexing 29,050 names took 54-63 ms), else one
+        made from `_kept_names` (no resident's names yet: the name file or the notes collection)."""
         written, made = self._written_names, self._written_titles
         if written is None:
             return TitleIndex(*self._kept_names())
@@ -900,9 +900,6 @@ class Index:
         scrolling it was a third of a warm-up after the models). It does not write the file: its e5 fill
         starts a new generation with every run, and the next one-off search keeps the names itself.
         """
-        written = self._written_names
-        if written is not None:
-            return written[1]
         seen, prefix = self._generation, self.settings.collection_prefix
         store = self.store()
         store.count("chunks")  # holds the chunks collection open: no import can write until this index closes
