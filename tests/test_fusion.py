@@ -73,3 +73,22 @@ def test_slots_stop_same_language_bm25_hits_from_pushing_the_other_languages_ans
     assert plain[0].payload["note_id"] != "n1"  # the failure the slots exist for
     assert slots[0].payload["note_id"] == "n1"
     assert [c.payload["note_id"] for c in slots[1:3]] == ["n2", "n3"]  # German still ordered by fusion
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=8), st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(["dense", "lexical+note"]),
+       st.none() | st.floats(-1, 1), st.dictionaries(st.sampled_from(["dense", "lexical", "slots"]), st.floats(-1, 1)),
+       st.dictionaries(st.sampled_from(["dense", "lexical", "slots"]), st.integers(1, 99)))
+def test_a_candidates_copy_holds_every_field_and_parts_of_its_own(chunk_id: str, score: float, via: str,
+                                                                  dense: float | None, parts: dict[str, float],
+                                                                  ranks: dict[str, int]) -> None:
+    """`_Cand.copy` is written out field by field (for speed): a field it forgot, or parts it shared with the
+    original, would change a later step's scores or explanation without a trace."""
+    import dataclasses
+
+    c = _Cand(chunk_id, score, {"note_id": "n"}, via, dense, parts, ranks)
+    d = c.copy()
+    assert all(getattr(d, f.name) == getattr(c, f.name) for f in dataclasses.fields(_Cand))
+    d.add("feedback", 0.5, 3)
+    assert c.parts == parts and c.ranks == ranks and "feedback" not in c.parts
+    assert d.parts["feedback"] == 0.5 and d.ranks["feedback"] == 3

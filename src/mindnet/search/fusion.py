@@ -148,9 +148,12 @@ class _Cand:
         if name in LISTS and name not in self.via.split("+"):
             self.via = f"{self.via}+{name}" if self.via else name
 
-    def copy(self, **changes: Any) -> _Cand:
-        """An independent copy (its own parts and ranks), with `changes` applied."""
-        return replace(self, parts=dict(self.parts), ranks=dict(self.ranks), **changes)
+    def copy(self) -> _Cand:
+        """An independent copy (its own parts and ranks).
+
+        Built field by field: `dataclasses.replace` costs ~4 µs a call, and a search copies a few hundred
+        candidates (by note, the language slots), ~1 ms of every query."""
+        return _Cand(self.chunk_id, self.score, self.payload, self.via, self.dense, dict(self.parts), dict(self.ranks))
 
 
 def _new(p: ScoredPoint, name: str, part: float, rank: int, dense: float | None = None) -> _Cand:
