@@ -1320,7 +1320,8 @@ VARIANT_TUNINGS = tuple(SearchTuning(rrf_k=k, lexical_weight_same=same, feedback
                         for k in (5, 10, 20) for same in (1.0, 1.5) for fb in (0.0, 0.25))
 """The fusion settings each candidate extra list is tried with (weights 0 to 2 on top)."""
 VARIANT_WEIGHTS = (0.0, 0.5, 1.0, 2.0)
-FUSED_CANDIDATES = ("bm25 (note)", "bm25 (section)", "dense (note mean)", "dense (max + note mean)")
+FUSED_CANDIDATES = ("bm25 (note)", "bm25 (section)", "bm25 (chunk ± neighbours 300)", "dense (note mean)",
+                    "dense (max + note mean)")
 
 
 def run_variants(fetched: list[CellLists], singles: dict[str, dict[str, float]],

@@ -11,6 +11,10 @@ the real store, and BM25 and cosine are recomputed here in numpy/dicts, per note
 * `bm25 (note)`: one BM25 document per note (title, aliases, full text): how fixed 300-token
   windows behave on short documentation notes, with the title counted once.
 * `bm25 (chunk, no title)`: the chunk text alone, to see what the repeated title does.
+* `bm25 (chunk ± neighbours N)`: a chunk's document is its own text and its note's chunks next to it, nearest
+  first, up to N tokens (`token_count`), with the title and section path: a window around every chunk, so a
+  question whose words are spread over a short note's small sections finds them together (issue 25's chunk
+  BM25 against fixed 300-token windows), while the hit is still the chunk in the middle.
 * `dense (note mean)`: cosine to the normalised mean of a note's chunk vectors (free: no model call).
 * `dense (max + sum)`: a note scores its best chunk's cosine plus a share of its others'.
 * `title/alias`: notes whose title or an alias occurs in the query, by the share of its words.
@@ -114,7 +118,8 @@ class CorpusView:
 
 def load_view(searcher: Searcher) -> CorpusView:
     store = searcher.store
-    chunks = list(store.scroll("chunks", with_vectors=True))
+    # a chunk whose retrieval text is empty (link reference definitions only) has no vector and no BM25 document
+    chunks = [p for p in store.scroll("chunks", with_vectors=True) if "use" in p.vectors]
     notes = {p.id: p.payload for p in store.scroll("notes", fields=["title", "aliases", "lang", "fulltext", "path"])}
     ids = [p.id for p in chunks]
     note_of = [str(p.payload.get("note_id")) for p in chunks]
@@ -171,6 +176,7 @@ def load_view(searcher: Searcher) -> CorpusView:
         ctx_indexes[f"chunk + {beta} section"] = Bm25Index.from_vectors(ids, mixed)
     indexes = {
         **ctx_indexes,
+        **{f"chunk ± neighbours {n}": Bm25Index(neighbour_docs(chunks, n)) for n in NEIGHBOUR_TOKENS},
         "chunk b=0.75": Bm25Index(chunk_docs),
         "chunk + aliases": Bm25Index(with_aliases),
         "section": Bm25Index(section_docs),
@@ -184,6 +190,39 @@ def load_view(searcher: Searcher) -> CorpusView:
     return CorpusView(ids, note_of, vecs, note_ids, sums, note_of_row, indexes, titles,
                       tuple(searcher.settings.languages), {n: str(notes.get(n, {}).get("path", "")) for n in note_ids},
                       ctx)
+
+
+NEIGHBOUR_TOKENS = (150, 300)
+"""Token budgets of the `bm25 (chunk ± neighbours N)` documents (300: the fixed windows' size)."""
+
+
+def neighbour_docs(chunks: Sequence[object], budget: int) -> list[tuple[str, str | None, str]]:
+    """(chunk id, lang, document) of each chunk: its text, then its note's neighbouring chunks nearest first
+    (left before right at equal distance) while their `token_count`s fit `budget`; title and section path lead."""
+    by_note: dict[str, list[object]] = {}
+    for p in chunks:
+        by_note.setdefault(str(p.payload.get("note_id")), []).append(p)  # type: ignore[attr-defined]
+    out: dict[str, tuple[str, str | None, str]] = {}
+    for group in by_note.values():
+        group.sort(key=lambda p: int(p.payload.get("char_start") or 0))  # type: ignore[attr-defined]
+        sizes = [max(1, int(p.payload.get("token_count") or 1)) for p in group]  # type: ignore[attr-defined]
+        for i, p in enumerate(group):
+            lo = hi = i
+            used = sizes[i]
+            while True:
+                grown = False
+                for j in (lo - 1, hi + 1):
+                    if 0 <= j < len(group) and used + sizes[j] <= budget:
+                        used += sizes[j]
+                        lo, hi = min(lo, j), max(hi, j)
+                        grown = True
+                if not grown:
+                    break
+            pl = p.payload  # type: ignore[attr-defined]
+            texts = [str(g.payload.get("text", "")) for g in group[lo:hi + 1]]  # type: ignore[attr-defined]
+            head = [str(pl.get("note_title", "")), str(pl.get("section_path", "")).replace("/", " ")]
+            out[p.id] = (p.id, pl.get("lang"), "\n".join([*head, *texts]))  # type: ignore[attr-defined]
+    return [out[p.id] for p in chunks]  # type: ignore[attr-defined]
 
 
 CONTEXT_ALPHAS = (0.25, 0.5, 1.0)
