@@ -370,8 +370,8 @@ class Store(ABC):
         query: Any = _as_list(vector)
         if using in self._multi(collection):
             query = [query]
-        return _ties_by_id(self._search(collection, ("dense", using, query), limit, flt, score_threshold,
-                                        self._keys(collection, fields)))
+        return _ties_by_id(self._search(collection, ("dense", using, query), limit + TIE_SPARE, flt, score_threshold,
+                                        self._keys(collection, fields)))[:limit]
 
     def search_sparse(self, collection: CollectionName, vector: SparseVec, *, limit: int = 10,
                       flt: Filter | None = None, using: str = SPARSE_VECTOR,
@@ -381,8 +381,8 @@ class Store(ABC):
         self._check_collection(collection)
         if not vector.indices:
             return []
-        return _ties_by_id(self._search(collection, ("sparse", using, vector), limit, flt, None,
-                                        self._keys(collection, fields)))
+        return _ties_by_id(_settled(self._search(collection, ("sparse", using, vector), limit + TIE_SPARE, flt, None,
+                                                 self._keys(collection, fields))))[:limit]
 
     @staticmethod
     def _keys(collection: CollectionName, fields: Sequence[str] | None) -> list[str] | None:
@@ -550,6 +550,26 @@ def _stored(collection: str, payload: Any, vectors: Any) -> StoredPoint:
     payload = dict(payload or {})
     dense, sparse = _split_vectors(vectors)
     return StoredPoint(str(payload.get(ID_FIELDS[collection], "")), payload, dense, sparse)
+
+
+TIE_SPARE = 8
+"""Hits asked beyond a search's limit, so that points tied at its last place are cut in id order, not in the
+engine's (a hash map's, new in every process): BM25 ties are common among short chunks. More than this many
+ties at the cut still come back in the engine's order."""
+SPARSE_DIGITS = 5
+"""Significant digits a BM25 score keeps (`_settled`)."""
+
+
+def _settled(hits: list[ScoredPoint]) -> list[ScoredPoint]:
+    """BM25 scores rounded to `SPARSE_DIGITS` significant digits, so that equal sums compare equal.
+
+    Edge inserts the points of each upsert in its own order (a hash map's, new in every process), and its
+    sparse scores are float32 sums whose last bit depends on that order: two imports of one vault gave
+    9.314895629882812 and 9.314896583557129 for one chunk, and near-ties swapped places in the lexical list
+    and in the fused ranking (`bench/golden_hits.py`, two records of one commit: 28 of 666 searches differed in
+    a score, 2 in their hits). Rounded, such scores are equal and `_ties_by_id` orders them; a score still
+    moves when the noise carries it across a rounding step (~1e-6 of a 1e-4 step)."""
+    return [ScoredPoint(h.id, float(f"{h.score:.{SPARSE_DIGITS}g}"), h.payload) for h in hits]
 
 
 def _ties_by_id(hits: list[ScoredPoint]) -> list[ScoredPoint]:
