@@ -76,8 +76,9 @@ def test_slots_stop_same_language_bm25_hits_from_pushing_the_other_languages_ans
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.text(max_size=8), st.floats(allow_nan=False, allow_infinity=False), st.sampled_from(["dense", "lexical+note"]),
-       st.none() | st.floats(-1, 1), st.dictionaries(st.sampled_from(["dense", "lexical", "slots"]), st.floats(-1, 1)),
+@given(st.text(max_size=8), st.floats(allow_nan=False, allow_infinity=False),
+       st.sampled_from(["dense", "lexical+note"]), st.none() | st.floats(-1, 1),
+       st.dictionaries(st.sampled_from(["dense", "lexical", "slots"]), st.floats(-1, 1)),
        st.dictionaries(st.sampled_from(["dense", "lexical", "slots"]), st.integers(1, 99)))
 def test_a_candidates_copy_holds_every_field_and_parts_of_its_own(chunk_id: str, score: float, via: str,
                                                                   dense: float | None, parts: dict[str, float],
