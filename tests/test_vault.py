@@ -298,6 +298,8 @@ def test_slim_notes_get_the_ids_and_problems_whole_notes_get(files: list[tuple[s
     slim, slim_problems = assign_ids([slim_note(n) for n in notes])
     assert [(n.path, n.note_id) for n in slim] == [(n.path, n.note_id) for n in whole]
     assert slim_problems == whole_problems
+    by_path = {n.path: n for n in notes}  # a note renamed field by field is the note with only its id changed
+    assert all(n == dataclasses.replace(by_path[n.path], note_id=n.note_id) for n in whole)
     assert all(n.fulltext == "" and set(n.frontmatter) <= {"id"} for n in slim)
     for note in notes:  # a slim note is slim already: it comes back as it is, equal to a slimming of it
         once = slim_note(note)
