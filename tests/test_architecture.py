@@ -39,7 +39,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "mindnet"
 
 STAGES: tuple[tuple[str, ...], ...] = (
     ("version", "errors", "text", "config"),
-    ("frontmatter", "file_stat", "language", "vault", "vault_paths", "note_cache"),
+    ("frontmatter", "file_stat", "language", "vault", "vault_changes", "vault_paths", "note_cache"),
     ("markdown",),
     ("links",),
     ("chunking",),

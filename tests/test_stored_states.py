@@ -286,6 +286,11 @@ def test_a_watching_resident_keeps_the_states_and_one_that_does_not_watch_asks(t
         resident.index.close()
 
 
+def _files(root: Path) -> dict[str, str]:
+    """Each note file's text by its vault path: two of them tell which files a watcher would report."""
+    return {p.name: p.read_text(encoding="utf-8") for p in root.glob("*.md")}
+
+
 def _points(index: Index) -> dict[str, dict[str, dict[str, object]]]:
     """Every stored point's payload by collection: edges, and the chunks' and notes' resolved links."""
     return {name: {p.id: p.payload for p in index.store().scroll(name)} for name in ("edges", "chunks", "notes")}
@@ -293,13 +298,15 @@ def _points(index: Index) -> dict[str, dict[str, dict[str, object]]]:
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=st.lists(st.tuples(st.sampled_from(["edit", "add", "delete", "rename", "link", "bad", "alias"]),
-                              st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=5))
-def test_a_kept_resolver_links_every_save_as_a_new_import_would(ops: list[tuple[str, int, int]],
+                              st.integers(0, 9), st.integers(0, 9)), min_size=1, max_size=5),
+       reads=st.booleans())
+def test_a_kept_resolver_links_every_save_as_a_new_import_would(ops: list[tuple[str, int, int]], reads: bool,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A watching resident refreshes one link resolver between its imports (`Index.keep_resolver`) instead
     of building one over the vault for each save. After every save (edits, new notes, deletions, renames,
     links, an alias that a forward link names) its edges, chunks and notes (their resolved links) must be those a
-    new import of the same vault makes."""
+    new import of the same vault makes; with `reads`, as a watching resident imports, each save reads only the
+    files that changed (`Index.keep_reads`, `import_vault(changed=…)`)."""
     monkeypatch.setattr(file_stat, "RACY_SECONDS", 0.0)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "vault"
@@ -308,15 +315,20 @@ def test_a_kept_resolver_links_every_save_as_a_new_import_would(ops: list[tuple[
         index = Index(root, Settings(store_path=str(Path(tmp) / "kept")), embedder=FakeEmbedder(), shared=True)
         try:
             index.keep_resolver()
+            if reads:
+                index.keep_reads()
             index.import_vault(e5=False)
             for step, (kind, i, j) in enumerate(ops):
+                before = _files(root)
                 if kind == "alias":
                     alias = TITLES[(i + j) % len(TITLES)]
                     (root / f"named-{i}.md").write_text(f"---\naliases: [{alias}]\n---\n# Named {i}\n\nText.\n",
                                                         encoding="utf-8")
                 else:
                     _apply(root, (kind, i, j))
-                index.import_vault(e5=False)
+                after = _files(root)
+                changed = {rel for rel in before.keys() | after.keys() if before.get(rel) != after.get(rel)}
+                index.import_vault(e5=False, changed=changed if reads else None)
                 with Index(root, Settings(store_path=str(Path(tmp) / f"new-{step}")), embedder=FakeEmbedder()) as new:
                     new.import_vault(e5=False)
                     assert _points(index) == _points(new), (kind, i, j)

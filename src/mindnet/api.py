@@ -22,7 +22,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -57,6 +57,7 @@ if TYPE_CHECKING:
     from .reading import Vault
     from .sync import ImportLock, ImportSummary, Progress, StoredStates
     from .titles import NoteNames
+    from .vault_changes import KeptRead
 
 # What only an import, a note's text or a graph needs (the chunker, the vault reader, the graph) is
 # imported where it is used: a search imports none of it (issue 26). The reading half of the API
@@ -309,6 +310,8 @@ class Index:
         """The title index made from `_written_names` (their version, the index), kept for the next searcher."""
         self._kept_resolver: KeptResolver | None = None
         """The link resolver, kept between imports once `keep_resolver` asked for it."""
+        self._kept_read: KeptRead | None = None
+        """The last import's read of the vault, kept once `keep_reads` asked for it."""
         self._searcher: Searcher | None = None
         self._query_pool: ThreadPoolExecutor | None = None
         self._store_lock = threading.RLock() if shared else None
@@ -427,10 +430,13 @@ class Index:
 
     def import_vault(
         self, *, full: bool = False, dry_run: bool = False, progress: Progress | None = None,
-        e5: bool | None = None,
+        e5: bool | None = None, changed: Collection[str] | None = None,
     ) -> ImportSummary:
         """Incremental import (R21); see `sync.import_vault`. The e5 phase follows when `e5` is True
         (default: the `quality_tier` setting) and the tier is installed.
+
+        `changed`: the vault-relative paths of every file changed since this index's last import, when the
+        caller knows them (a resident's watcher) and `keep_reads` was asked for: only these files are read.
 
         The store and the models stay open on this object, so a long-lived process (the API, a
         watch mode) pays their start-up once and a later edit costs only its own work.
@@ -448,13 +454,15 @@ class Index:
                     self._root, self.settings, store=self.store(), embedder=self.embedder,
                     notes_cache=self._notes(), folder=self.folder, full=full, dry_run=dry_run, progress=progress,
                     known_edges=last.get("edges") if last is not None else None, stored_states=self._stored_states,
-                    kept_resolver=self._kept_resolver,
+                    kept_resolver=self._kept_resolver, kept_read=self._kept_read, changed=changed,
                 )
             except BaseException:
                 if self._stored_states is not None:
                     self._stored_states.forget()  # what a failed import wrote is read again by the next one
                 if self._kept_resolver is not None:
                     self._kept_resolver.forget()
+                if self._kept_read is not None:
+                    self._kept_read.forget()
                 raise
             fill = self.settings.quality_tier if e5 is None else e5
             tier = self.e5_embedder() if fill and not dry_run else None
@@ -819,6 +827,15 @@ class Index:
             from .sync import StoredStates
 
             self._stored_states = StoredStates()
+
+    def keep_reads(self) -> None:
+        """From the next import on, keep what each import read of the vault (`vault_changes.KeptRead`), so that an
+        import told which files changed (`import_vault(changed=…)`) reads only those: a watching resident, whose
+        watcher knows what each save changed (issue 27)."""
+        if self._kept_read is None:
+            from .vault_changes import KeptRead
+
+            self._kept_read = KeptRead()
 
     def keep_resolver(self) -> None:
         """From the next import on, keep the link resolver between imports and refresh it (`links.KeptResolver`)

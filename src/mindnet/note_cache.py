@@ -27,6 +27,7 @@ import json
 import os
 import sqlite3
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -171,6 +172,11 @@ class NoteCache:
             self._slim[rel] = (key, slim)
         if self.autosave and len(self._put) >= self.SPILL:
             self._write([], self._put)
+
+    def seen(self, rels: Iterable[str]) -> None:
+        """Files still in the vault that this read did not ask for (a resident's save reads its changed files
+        only, `vault_changes.KeptRead`): `save` keeps their rows."""
+        self._seen.update(rels)
 
     def save(self) -> None:
         """Write new entries and drop those of files no longer read; errors only cost the cache."""

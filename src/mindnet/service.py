@@ -30,6 +30,7 @@ from .errors import printable
 from .store import limit_arenas, map_large_blocks
 from .sync import ImportSummary
 from .vault import EXCLUDED_DIRS, IGNORE_FILE, ignore_spec
+from .vault_changes import vault_relative
 
 log = logging.getLogger("mindnet.serve")
 
@@ -45,6 +46,10 @@ AFTER_READY_GRACE = 0.3
 (the catch-up import, the writer's models) starts: both hold Python's lock, and a client that waited for
 ready (an agent's first tool call) asks at once. A save in that spell is imported after it."""
 
+WALK_EVERY_SECONDS = 300.0
+"""Longest time between two imports that walk the whole vault; the saves in between read only the files the
+watcher named (`vault_changes`). A walk finds what a watcher can miss (a change before its watches were set, an
+overflowed event queue) at ~0.35 s of a save at 30,000 notes."""
 EDITOR_TEMP_SUFFIXES = (".swp", ".swx", ".swo", ".tmp", ".temp", ".bak", "~", ".crswap", ".part", ".kate-swp")
 """Files editors write beside a note while saving (vim, Kate, Chrome, rsync); never a note change."""
 EDITOR_TEMP_NAMES = frozenset({"4913", ".DS_Store"})
@@ -150,6 +155,7 @@ class Resident:
             self.index.keep_notes_slim()
             self.index.keep_stored_states()
             self.index.keep_resolver()
+            self.index.keep_reads()
         self._step_ms = step_ms
         self._debounce_ms = debounce_ms
         self._stop = threading.Event()
@@ -157,6 +163,10 @@ class Resident:
         self._pending: list[Future[ImportSummary]] = []
         self._wanted = False
         self._full = False
+        self._changes: set[str] | None = None
+        """Vault-relative paths the watcher saw change since the last import began; None: walk the vault."""
+        self._walked_at = -WALK_EVERY_SECONDS
+        """`time.monotonic()` of the last import that walked the whole vault."""
         self._threads: list[threading.Thread] = []
         self._first: Future[ImportSummary] | None = None
         self._loading: Any = loading
@@ -279,11 +289,21 @@ class Resident:
 
     # -- requests ----------------------------------------------------------------------------------
 
-    def request_import(self, full: bool = False) -> Future[ImportSummary]:
-        """Queue an import; requests that arrive before it starts share it (one import, one result)."""
+    def request_import(self, full: bool = False, changed: Iterable[str] | None = None) -> Future[ImportSummary]:
+        """Queue an import; requests that arrive before it starts share it (one import, one result).
+
+        `changed`: the vault-relative paths the caller knows changed (the watcher's); the import then reads only
+        these files where it can (`vault_changes`). Without it, or once any request comes without it, the
+        import walks the whole vault."""
         future: Future[ImportSummary] = Future()
         with self._wake:
             self._pending.append(future)
+            if changed is None or (self._wanted and self._changes is None):
+                self._changes = None
+            elif self._wanted and self._changes is not None:
+                self._changes.update(changed)
+            else:
+                self._changes = set(changed)
             self._wanted = True
             self._full = self._full or full
             self._wake.notify_all()
@@ -333,11 +353,11 @@ class Resident:
         with self._wake:
             if not self._wanted:
                 return False
-            self._wanted, full = False, self._full
-            self._full = False
+            self._wanted, full, changes = False, self._full, self._changes
+            self._full, self._changes = False, None
             waiting = self._take_pending()
         try:
-            summary = self._import(full)
+            summary = self._import(full, changes)
         except Exception as exc:  # one failed import must not end the server: report it and go on
             self.state.last_error = f"import failed: {exc}"
             log.exception("import failed")
@@ -355,17 +375,23 @@ class Resident:
             future.set_result(summary)
         return True
 
-    def _import(self, full: bool) -> ImportSummary:
+    def _import(self, full: bool, changes: set[str] | None = None) -> ImportSummary:
         """One import; then what it freed goes back to the system (`Index.release_memory`), whether it
         succeeded or not: a long watch session otherwise kept the peak of the largest import it ran.
 
         After the first (the catch-up at start), glibc's mmap threshold is fixed (`store.map_large_blocks`), so
         that what the imports of later saves free leaves the process instead of fragmenting its heap; not
         before it: the models and the first search load faster under glibc's own rule (MCP's first search
-        1.41–1.64 s against 1.77–2.09 s with the threshold fixed from the start; docs/decisions/large-vaults.md)."""
+        1.41–1.64 s against 1.77–2.09 s with the threshold fixed from the start; docs/decisions/large-vaults.md).
+
+        `changes`: the files the watcher saw change, read alone (`Index.import_vault(changed=…)`) unless the last
+        walk of the whole vault is older than `WALK_EVERY_SECONDS`."""
         self.state.importing = True
+        now = time.monotonic()
+        if changes is None or full or now - self._walked_at > WALK_EVERY_SECONDS:
+            changes, self._walked_at = None, now
         try:
-            return self.index.import_vault(full=full, e5=False)
+            return self.index.import_vault(full=full, e5=False, changed=changes)
         finally:
             self.state.importing = False
             self.index.release_memory()
@@ -441,4 +467,5 @@ class Resident:
         self.state.last_event = f"{getattr(kind, 'name', kind)} {rel.as_posix()}{more}"
         self.state.last_event_at = time.time()
         log.info("change %s", printable(self.state.last_event))  # a file name may hold a newline
-        self.request_import()
+        rels = [vault_relative(self.root, p) for _, p in seen]
+        self.request_import(changed=None if None in rels else [r for r in rels if r is not None])

@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -87,6 +87,7 @@ from .stores import open_server_store as open_server_store
 from .stores import open_store as open_store
 from .text import content_hash
 from .vault import Note, NoteProblem, read_note, read_vault, stat_note
+from .vault_changes import KeptRead
 
 Progress = Callable[[str, int, int], None]
 """`progress(stage, done, total)`; the CLI draws bars from it, the library stays silent."""
@@ -258,6 +259,8 @@ def import_vault(
     known_edges: int | None = None,
     stored_states: StoredStates | None = None,
     kept_resolver: KeptResolver | None = None,
+    kept_read: KeptRead | None = None,
+    changed: Collection[str] | None = None,
 ) -> ImportSummary:
     """Bring the store in line with the vault, doing only the work that changed (R21).
 
@@ -280,6 +283,10 @@ def import_vault(
             The caller forgets them when the import raises.
         kept_resolver: the link resolver a resident keeps between imports, refreshed instead of built anew
             (`links.KeptResolver`); the caller forgets it when the import raises.
+        kept_read: the last read of the vault, kept by a resident (`vault_changes.KeptRead`); the caller
+            forgets it when the import raises.
+        changed: with `kept_read`, the vault-relative paths of every file changed since that read (a watcher's
+            events): only these files are read (`read_vault`). None reads the whole vault.
 
     Raises:
         StoreError: the store was built with another model.
@@ -293,7 +300,7 @@ def import_vault(
     ahead = EmbedAhead(counter, settings.embed_ahead, lambda: _free_cores(meter))
     try:
         summary = _run(vault, settings, store, embedder, folder, full, dry_run, progress or silent, notes_cache,
-                       warmup, ahead, known_edges, stored_states, kept_resolver)
+                       warmup, ahead, known_edges, stored_states, kept_resolver, kept_read, changed)
     finally:
         ahead.close()
         warmup.join()
@@ -322,10 +329,12 @@ def _run(
     known_edges: int | None = None,
     known: StoredStates | None = None,
     kept: KeptResolver | None = None,
+    kept_read: KeptRead | None = None,
+    changed: Collection[str] | None = None,
 ) -> ImportSummary:
     summary = ImportSummary(dry_run=dry_run)
     if dry_run:
-        known = kept = None  # a dry run writes nothing: it asks the store, and leaves what a resident keeps alone
+        known = kept = kept_read = None  # a dry run writes nothing, asks the store, and leaves a resident's own alone
     schema = import_schema(settings, embedder)
     opened = _Opening(store, schema)
     if dry_run:
@@ -361,7 +370,8 @@ def _run(
     # Every note is kept slim (no body) through the import: the vault's size costs a compact record
     # per note, and each note's text is loaded again, a batch at a time, where it is written (issue 27).
     result = read_vault(vault, settings, langs, notes_cache, on_note=early, slim=True,
-                        progress=lambda done, total: progress("read", done, total))
+                        progress=lambda done, total: progress("read", done, total), kept=kept_read,
+                        changed=None if full or opened.pending else changed)
     if early is not None:
         early.read_all()
     if not dry_run:

@@ -11,7 +11,7 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,6 +131,24 @@ class ReadCache(Protocol):
 
     def put(self, rel: str, st: os.stat_result, note: Note) -> None: ...
 
+    def seen(self, rels: Iterable[str]) -> None:
+        """Files still in the vault though not asked for (a read of changed files only): their entries stay."""
+        ...
+
+
+class ReadKeeper(Protocol):
+    """What a resident keeps of its reads (`vault_changes.KeptRead`), so that a save reads only its files."""
+
+    def record(self, listing: Listing, read: dict[str, Note | NoteProblem], notes: list[Note],
+               duplicates: list[NoteProblem]) -> None:
+        """Keep a whole read: its walk, each file's outcome, the notes with their unique ids."""
+        ...
+
+    def reread(self, root: Path, changed: Collection[str], read_one: Callable[[str], Note | NoteProblem],
+               cache: ReadCache | None) -> VaultResult | None:
+        """The vault read anew from the `changed` files alone, or None when only a walk can tell."""
+        ...
+
 
 PROGRESS_EVERY = 100
 """Files between two calls of `read_vault`'s progress."""
@@ -145,6 +163,8 @@ def read_vault(
     on_note: Callable[[Note], None] | None = None,
     slim: bool = False,
     progress: Callable[[int, int], None] | None = None,
+    kept: ReadKeeper | None = None,
+    changed: Collection[str] | None = None,
 ) -> VaultResult:
     """Read every note of a vault; bad files become problems, never exceptions (R1, R3).
 
@@ -165,21 +185,37 @@ def read_vault(
         slim: keep each note as `slim_note` makes it (no body): what an import of a large vault
             holds for every note, loading the whole note again only for the notes it writes.
         progress: called with (files read, files found) every `PROGRESS_EVERY` files and at the end.
+        kept: what a resident keeps of its reads (`vault_changes.KeptRead`): this read is recorded in it.
+        changed: with `kept`, the vault-relative paths of every file changed since the kept read (a watcher's
+            events): only these are read, unless only a walk can place them (`vault_changes.changed_listing`).
     """
     settings = settings or Settings()
     root_path = Path(root)
     if not root_path.is_dir():
         raise VaultNotFoundError(str(root))
-    files, attachments, problems = discover(root_path)
+    slim_read = slim and on_note is None  # a cache may hand its slim notes over as they are
+
+    def read_one(rel: str) -> Note | NoteProblem:
+        outcome = _read_or_problem(root_path, rel, settings, known_langs, cache, slim_read)
+        return slim_note(outcome) if slim and isinstance(outcome, Note) else outcome
+
+    if kept is not None and changed is not None:
+        again = kept.reread(root_path, changed, read_one, cache)
+        if again is not None:
+            if progress is not None:
+                progress(len(again.notes), len(again.notes))
+            return again
+    listing = walk(root_path)
+    files, problems = listing.files, list(listing.problems)
     read: list[Note] = []
+    by_file: dict[str, Note | NoteProblem] = {}
     if not isinstance(jobs, int):
         jobs = jobs(len(files))
     if jobs > 1 and len(files) > 1 and known_langs is None and cache is None:
-        outcomes = _read_parallel(root_path, files, settings, jobs)
+        outcomes: Iterable[Note | NoteProblem] = _read_parallel(root_path, list(files), settings, jobs)
     else:
-        slim_read = slim and on_note is None  # a cache may hand its slim notes over as they are
         outcomes = (_read_or_problem(root_path, rel, settings, known_langs, cache, slim_read) for rel in files)
-    for done, outcome in enumerate(outcomes, 1):
+    for done, (rel, outcome) in enumerate(zip(files, outcomes, strict=True), 1):
         if progress is not None and (done % PROGRESS_EVERY == 0 or done == len(files)):
             progress(done, len(files))
         if isinstance(outcome, NoteProblem):
@@ -187,11 +223,21 @@ def read_vault(
         else:
             if on_note is not None:
                 on_note(outcome)
-            read.append(slim_note(outcome) if slim else outcome)
+            outcome = slim_note(outcome) if slim else outcome
+            read.append(outcome)
+        if kept is not None:
+            by_file[rel] = outcome
     notes, duplicates = assign_ids(read)
+    if kept is not None:
+        kept.record(listing, by_file, notes, duplicates)
     problems.extend(duplicates)
-    problems.sort(key=lambda p: (p.path, p.line or 0))
-    return VaultResult(str(root_path), tuple(notes), tuple(problems), tuple(attachments))
+    problems.sort(key=problem_order)
+    return VaultResult(str(root_path), tuple(notes), tuple(problems), tuple(listing.attachments))
+
+
+def problem_order(problem: NoteProblem) -> tuple[str, int]:
+    """The order of a read's problems: by path, then line."""
+    return problem.path, problem.line or 0
 
 
 def slim_note(note: Note) -> Note:
@@ -302,7 +348,7 @@ def assign_ids(read: list[Note]) -> tuple[list[Note], list[NoteProblem]]:
             while note_id.casefold() in taken:
                 suffix += 1
                 note_id = f"{base}-{suffix}"
-            note = _with_note_id(note, note_id)
+            note = with_note_id(note, note_id)
         taken[note_id.casefold()] = note.path
         kept.append(note)
     return kept, problems
@@ -311,7 +357,7 @@ def assign_ids(read: list[Note]) -> tuple[list[Note], list[NoteProblem]]:
 _NOTE_FIELDS = tuple(f.name for f in fields(Note))
 
 
-def _with_note_id(note: Note, note_id: str) -> Note:
+def with_note_id(note: Note, note_id: str) -> Note:
     """`dataclasses.replace(note, note_id=note_id)`, field by field: a vault where most file names repeat (an
     `index.md` per folder, copies of one folder) renames most notes on every read. `replace` runs `__init__` again
     (5.9 µs a note against 3.4): `assign_ids` over 30,000 slim notes with 27,000 renames took 0.198 s, now 0.123."""
@@ -329,7 +375,29 @@ def path_slug(rel: str) -> str:
     return "/".join(slugify(part) or "_" for part in stem.split("/"))
 
 
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """What one walk of the vault found: its notes' and attachments' paths (sorted), what could not be walked,
+    and what a later change needs to be placed without walking again (`vault_changes.changed_listing`)."""
+
+    files: tuple[str, ...]
+    attachments: tuple[str, ...]
+    problems: tuple[NoteProblem, ...]
+    folders: frozenset[str]
+    """Every folder the walk entered, as its path prefix: `""` for the root, `"a/b/"` below it."""
+    linked: bool
+    """A symlink was met: a file may then be reached by two paths, and only a walk says which."""
+    ignores: pathspec.PathSpec | None
+    """The vault's `.mindnetignore` as the walk applied it."""
+
+
 def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
+    """Walk the vault: Markdown files, other files (attachments), and paths that cannot be walked (`walk`)."""
+    listing = walk(root)
+    return list(listing.files), list(listing.attachments), list(listing.problems)
+
+
+def walk(root: Path) -> Listing:
     """Walk the vault: Markdown files, other files (attachments), and paths that cannot be walked.
 
     Symlinks are followed only while they stay inside the vault, and each real folder is entered
@@ -340,6 +408,8 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
     notes: list[str] = []
     others: list[str] = []
     problems: list[NoteProblem] = []
+    folders: set[str] = {""}
+    linked = False
     visited: set[str] = {str(real_root)}
     stack: list[tuple[Path, str]] = [(root, "")]
     while stack:
@@ -366,6 +436,7 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
                     problems.append(NoteProblem(rel, None, NAME_NOT_UTF8))
                 continue
             if entry.is_symlink():
+                linked = True
                 target = _symlink_target(Path(entry.path), real_root)
                 if target is None:
                     if rel.endswith(".md") or is_dir:
@@ -380,14 +451,25 @@ def discover(root: Path) -> tuple[list[str], list[str], list[NoteProblem]]:
                     problems.append(NoteProblem(rel, None, "symlink loop; folder already read, not followed"))
                     continue
                 visited.add(real)
+                folders.add(rel + "/")
                 stack.append((Path(entry.path), rel + "/"))
-            elif entry.name.lower().endswith(".md"):
+            elif is_note_name(entry.name):
                 notes.append(rel)
-            elif entry.name != IGNORE_FILE and entry.name != "mindnet.toml":
+            elif is_attachment_name(entry.name):
                 others.append(rel)
     notes.sort()
     others.sort()
-    return notes, others, problems
+    return Listing(tuple(notes), tuple(others), tuple(problems), frozenset(folders), linked, spec)
+
+
+def is_note_name(name: str) -> bool:
+    """Whether a file of this name is a note (`.md`, any case)."""
+    return name.lower().endswith(".md")
+
+
+def is_attachment_name(name: str) -> bool:
+    """Whether a file of this name that is not a note is an attachment: everything but mindnet's own files."""
+    return name != IGNORE_FILE and name != "mindnet.toml"
 
 
 def ignore_spec(root: Path) -> pathspec.PathSpec | None:
