@@ -18,7 +18,9 @@ mapped files' pages), search p50/p95 over HTTP
 for), and once more after a round of searches that follows them (the store pages the searches map are part
 of what a server holds while it is used). With more than 100 edits the server is also measured at rest every
 100 (`--edits 400 --rounds 40`: four figures, ten notes a save as with the defaults), to show whether what it
-holds levels off. The models' own RSS is that of `serve` on a 10-note vault after the same warm-up.
+holds levels off. Last, after every memory figure, `--saves` single saves, each timed from the write until a
+lexical search finds its new word (save -> searchable, p50/p95). The models' own RSS is that of `serve` on a
+10-note vault after the same warm-up.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import MSDOCS, table
+from _common import MSDOCS, seconds_to_searchable, table
 from serve import Served
 from serve import p as pct
 
@@ -120,8 +122,9 @@ def at_rest(server: Served, key: str) -> dict[str, float]:
             f"{key}_file_mb": parts.get("RssFile", float("nan"))}
 
 
-def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict[str, Any]:
-    """Serve RSS once warmed up, search latency, and RSS after `edits` edits in `rounds` waited-for rounds."""
+def served(vault: Path, store: Path, log: Path, edits: int, rounds: int, saves: int = 0) -> dict[str, Any]:
+    """Serve RSS once warmed up, search latency, and RSS after `edits` edits in `rounds` waited-for rounds; then,
+    after every memory figure, `saves` single saves timed until their new word is found (save -> searchable)."""
     server = Served(vault, log, store=store, command=[MINDNET], timeout=600)
     try:
         server.ready()
@@ -158,6 +161,13 @@ def served(vault: Path, store: Path, log: Path, edits: int, rounds: int) -> dict
             out["rss_edits_searched_mb"] = server.rss_mb()
             out |= at_rest(server, "rss_edits_rest")
             out["rss_rest_by_edits_mb"] = [*by_hundred, out["rss_edits_rest_mb"]]
+        if saves:
+            notes = sorted(p for p in vault.rglob("*.md") if ".mindnet" not in p.parts)
+            edited(vault).touch()
+            run = f"{int(time.time()):x}"
+            took = [seconds_to_searchable(server.get, notes[(i * 6151 + 17) % len(notes)], f"zqx{run}{i:04d}skala")
+                    for i in range(saves)]
+            out |= {"save_p50_s": pct(took, 0.5), "save_p95_s": pct(took, 0.95)}
         return out
     finally:
         server.stop()
@@ -173,7 +183,7 @@ def one_size(args: argparse.Namespace, notes: int) -> dict[str, Any]:
     row: dict[str, Any] = {"notes": notes, "chunks": summary["chunks_written"], "embedded": summary["chunks_embedded"],
                            "import_s": seconds, "import_peak_mb": peak}
     row["noop_s"], row["noop_peak_mb"], _ = timed(cmd)
-    row |= served(vault, store, args.work / f"serve-{notes}.log", args.edits, args.rounds)
+    row |= served(vault, store, args.work / f"serve-{notes}.log", args.edits, args.rounds, args.saves)
     print(json.dumps(row), flush=True)
     return row
 
@@ -187,6 +197,8 @@ def main() -> None:
                         help="notes of the slice imported with no cache (0: skip)")
     parser.add_argument("--edits", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=10, help="edits are made in this many rounds, each imported")
+    parser.add_argument("--saves", type=int, default=20,
+                        help="single saves timed from the write to the first search hit (save -> searchable)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/mindnet-bench-scale"))
     args = parser.parse_args()
     if not MSDOCS.is_dir():
@@ -249,6 +261,9 @@ def main() -> None:
                   + " -> ".join(f"{m:.0f}" for m in large["rss_rest_by_edits_mb"]) + " MB ("
                   + ", ".join(f"{(m - large['rss_rest_mb']) / large['rss_rest_mb'] * 100:+.1f} %"
                               for m in large["rss_rest_by_edits_mb"]) + ")")
+    if "save_p50_s" in large:
+        print("save -> searchable (one note saved, until search finds its new word), p50 / p95: "
+              + "; ".join(f"{r['notes']} notes {r['save_p50_s']:.3f} / {r['save_p95_s']:.3f} s" for r in rows))
     if "rss_edits_mb" in large:
         warm = large["rss_warm_mb"]
         drift = (large["rss_edits_max_mb"] - large["rss_edits_min_mb"]) / warm * 100
