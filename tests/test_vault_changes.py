@@ -165,10 +165,12 @@ def test_a_read_of_changed_files_keeps_the_cache_rows_of_the_others(tmp_path: Pa
     cache.save()
     (root / "n1.md").write_text("# one", encoding="utf-8")
     os.utime(root / "n1.md", ns=(1, 1))
-    read_vault(root, cache=cache, slim=True, kept=kept, changed=["n1.md"])
+    (root / "n3.md").unlink()
+    again = read_vault(root, cache=cache, slim=True, kept=kept, changed=["n1.md", "n3.md"])
     cache.save()
     fresh = NoteCache(tmp_path / "notes.sqlite", Settings())
-    assert sorted(fresh._rows) == [f"n{i}.md" for i in range(5)]
+    assert sorted(fresh._rows) == ["n0.md", "n1.md", "n2.md", "n4.md"]  # the deleted file's row went, no other
+    assert again == read_vault(root, cache=fresh, slim=True) == read_vault(root, slim=True)
 
 
 def test_a_new_file_that_the_ignore_file_matches_stays_out(tmp_path: Path) -> None:

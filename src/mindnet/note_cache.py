@@ -67,6 +67,8 @@ class NoteCache:
         """Path → stat key of its stored row."""
         self._put: dict[str, tuple[StatKey, Note, str, str]] = {}
         self._seen: set[str] = set()
+        self._gone: set[str] | None = None
+        """Set by `only_gone` for a read of changed files: the files that left the vault since the last read."""
         self._slim: dict[str, tuple[StatKey, Note]] | None = None
         """Path → (stat key, slim note), once `keep_slim` was called; None keeps no note in memory."""
         self._prefetched: dict[str, str] | None = None
@@ -173,19 +175,25 @@ class NoteCache:
         if self.autosave and len(self._put) >= self.SPILL:
             self._write([], self._put)
 
-    def seen(self, rels: Iterable[str]) -> None:
-        """Files still in the vault that this read did not ask for (a resident's save reads its changed files
-        only, `vault_changes.KeptRead`): `save` keeps their rows."""
-        self._seen.update(rels)
+    def only_gone(self, rels: Iterable[str]) -> None:
+        """This read asked only for changed files (a resident's save, `vault_changes.KeptRead`): `save` drops the
+        rows of `rels`, the files that left the vault, and keeps every other row, asked for or not."""
+        self._gone = (self._gone or set()) | set(rels)
 
     def save(self) -> None:
         """Write new entries and drop those of files no longer read; errors only cost the cache."""
-        gone = [rel for rel in self._rows if rel not in self._seen and rel not in self._put]
+        if self._gone is not None:  # a read of changed files: what left is known, no row need be looked at
+            gone = [rel for rel in self._gone if rel in self._rows and rel not in self._put]
+            dropped = [rel for rel in self._gone if rel not in self._put]
+        else:
+            gone = [rel for rel in self._rows if rel not in self._seen and rel not in self._put]
+            dropped = [rel for rel in self._slim or () if rel not in self._seen]
         if self._slim is not None:
-            for rel in [rel for rel in self._slim if rel not in self._seen]:
-                del self._slim[rel]
+            for rel in dropped:
+                self._slim.pop(rel, None)
         self._write(gone, self._put)
         self._seen.clear()
+        self._gone = None
         self._prefetched = None
 
     def _write(self, gone: list[str], put: dict[str, tuple[StatKey, Note, str, str]]) -> None:

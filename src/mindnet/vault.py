@@ -131,8 +131,8 @@ class ReadCache(Protocol):
 
     def put(self, rel: str, st: os.stat_result, note: Note) -> None: ...
 
-    def seen(self, rels: Iterable[str]) -> None:
-        """Files still in the vault though not asked for (a read of changed files only): their entries stay."""
+    def only_gone(self, rels: Iterable[str]) -> None:
+        """This read asked only for changed files: the entries of `rels` (files gone) go, every other stays."""
         ...
 
 

@@ -130,11 +130,12 @@ class KeptRead:
         """Whether a read was kept (a save can then read only its files)."""
         return self._listing is not None
 
-    def record(self, listing: Listing, read: Mapping[str, Note | NoteProblem], notes: Iterable[Note],
+    def record(self, listing: Listing, read: dict[str, Note | NoteProblem], notes: Iterable[Note],
                duplicates: Iterable[NoteProblem]) -> None:
-        """Keep a whole read: its walk, each file's outcome, and the notes `assign_ids` made of them."""
+        """Keep a whole read: its walk, each file's outcome (the dict is kept as it is, not copied), and the notes
+        `assign_ids` made of them."""
         self._listing = listing
-        self._read = dict(read)
+        self._read = read
         self._notes = tuple(notes)
         self._at = {note.path: i for i, note in enumerate(self._notes)}
         self._duplicates = tuple(duplicates)
@@ -143,13 +144,14 @@ class KeptRead:
         """The vault as a whole read would find it now, reading only the `changed` files; None when only a walk
         can place the changes (`changed_listing`) or nothing was kept. What it finds is kept for the next save.
 
-        `cache` (a `vault.ReadCache`) is told which files this read did not ask for, so that it keeps them."""
+        `cache` (a `vault.ReadCache`) is told which files left the vault; it keeps the entries of all others."""
         if self._listing is None:
             return None
         listing = changed_listing(root, self._listing, changed)
         if listing is None:
             return None
-        read = dict(self._read)
+        before = {rel: self._read[rel] for rel in changed if rel in self._read}
+        read = self._read  # changed in place: an import that fails forgets it all (`Index.import_vault`)
         fresh: dict[str, Note | NoteProblem] = {}
         for rel in changed:
             read.pop(rel, None)
@@ -157,8 +159,8 @@ class KeptRead:
             if at < len(listing.files) and listing.files[at] == rel:
                 fresh[rel] = read[rel] = read_one(rel)
         if cache is not None:
-            cache.seen(listing.files)
-        notes = self._same_ids(listing, fresh)
+            cache.only_gone([rel for rel in changed if rel in before and rel not in fresh])
+        notes = self._same_ids(listing, before, fresh)
         if notes is None:
             self.record(listing, read, *assign_ids([n for rel in listing.files if isinstance(n := read[rel], Note)]))
         else:
@@ -167,7 +169,8 @@ class KeptRead:
         problems.sort(key=problem_order)
         return VaultResult(str(root), self._notes, tuple(problems), listing.attachments)
 
-    def _same_ids(self, listing: Listing, fresh: Mapping[str, Note | NoteProblem]) -> tuple[Note, ...] | None:
+    def _same_ids(self, listing: Listing, before: Mapping[str, Note | NoteProblem],
+                  fresh: Mapping[str, Note | NoteProblem]) -> tuple[Note, ...] | None:
         """The kept notes with the fresh ones in their places, when no id can have moved: the same files, and
         each fresh file a note that had one and keeps its id as read (so `assign_ids` would give the same ids);
         else None."""
@@ -176,10 +179,10 @@ class KeptRead:
             return None
         notes = list(self._notes)
         for rel, note in fresh.items():
-            before, at = self._read.get(rel), self._at.get(rel)
-            if not isinstance(note, Note) or not isinstance(before, Note) or at is None:
+            was, at = before.get(rel), self._at.get(rel)
+            if not isinstance(note, Note) or not isinstance(was, Note) or at is None:
                 return None
-            if note.note_id != before.note_id or note.id_explicit != before.id_explicit:
+            if note.note_id != was.note_id or note.id_explicit != was.id_explicit:
                 return None
             unique = notes[at].note_id
             notes[at] = note if unique == note.note_id else with_note_id(note, unique)
