@@ -54,8 +54,11 @@ def _same_states(index: Index) -> None:
     assert kept.ids_except(set()) == stored.ids_except(set())
     assert kept.rows() == stored.rows()
     written = index._written_names
-    if written is not None:
+    if written is not None and written[1] is not None:
         assert written[1] == note_names(index.store())
+    elif written is not None:  # let go once the title index was made from them, for that version
+        made = index._written_titles
+        assert made is not None and made[0] == written[0]
 
 
 def _classes(summary: ImportSummary) -> tuple[int, int, int, int]:
@@ -186,6 +189,7 @@ def test_a_residents_searcher_after_a_save_names_notes_without_reading_every_not
         assert [m.note_id for m in index.searcher().title_matches("wo steht der letzter buchstabe")] == [omega]
         assert [m.note_id for m in index.searcher().title_matches("omega")] == [omega]
         assert "notes" not in scrolled
+        assert index._written_names is not None and index._written_names[1] is None  # the index holds them now
         made = index.searcher()._titles
         with (root / "alpha.md").open("a", encoding="utf-8") as fh:  # a save that names nothing anew
             fh.write("\n\nMore text.\n")
