@@ -7,10 +7,11 @@ hundred thousand objects made and dropped per save (issue 27: "the watcher's boo
 watcher already knows which files changed, so `KeptRead` keeps what the last read found (the walk's listing,
 each file's note or problem, the notes with their unique ids) and a save reads only its files.
 
-It never guesses: whenever the changes are not plain files in folders the last walk entered (a folder
-created, moved or deleted, a symlink, `.mindnetignore`, a name that is not NFC or not UTF-8, a vault that holds
-a symlink anywhere) `changed_listing` says so and the caller walks the vault as before. The resident also
-walks on a timer (`service.WALK_EVERY_SECONDS`), so a change its watcher missed is found within minutes.
+It trusts the watcher for the files it did not name, and nothing else: whenever the changes are not plain files
+in folders the last walk entered (a folder created, moved or deleted, a symlink, `.mindnetignore`, a name that is
+not NFC or not UTF-8, a vault that holds a symlink anywhere) `changed_listing` says so and the caller walks the
+vault as before. The resident also walks on the first save `service.WALK_EVERY_SECONDS` after its last walk, so a
+change its watcher missed is found within minutes.
 """
 
 from __future__ import annotations
@@ -115,7 +116,7 @@ class KeptRead:
         self.forget()
 
     def forget(self) -> None:
-        """Drop what was kept: the next read walks the vault (after an import that failed, or a full one)."""
+        """Drop what was kept: the next read walks the vault (after an import that failed)."""
         self._listing: Listing | None = None
         self._read: dict[str, Note | NoteProblem] = {}
         """Each file's note (slim, before its id was made unique) or the problem that kept it out."""
@@ -124,11 +125,6 @@ class KeptRead:
         self._at: dict[str, int] = {}
         """A note's path -> its position in `_notes`."""
         self._duplicates: tuple[NoteProblem, ...] = ()
-
-    @property
-    def known(self) -> bool:
-        """Whether a read was kept (a save can then read only its files)."""
-        return self._listing is not None
 
     def record(self, listing: Listing, read: dict[str, Note | NoteProblem], notes: Iterable[Note],
                duplicates: Iterable[NoteProblem]) -> None:
