@@ -54,17 +54,17 @@ def _apply(root: Path, op: tuple) -> set[str]:
     if kind == "ignore":
         (root / ".mindnetignore").write_text(rel, encoding="utf-8")
         return {".mindnetignore"}
+    made = set() if (root / "x").is_dir() else {"x"}
+    (root / "x").mkdir(exist_ok=True)
     if rel.endswith("/"):  # a folder symlink to a folder of the vault
-        (root / "x").mkdir(exist_ok=True)
         link = root / rel.rstrip("/")
         if not link.is_symlink():
             link.symlink_to(root / "x", target_is_directory=True)
-        return {rel.rstrip("/")}
-    (root / "x").mkdir(exist_ok=True)
+        return {rel.rstrip("/")} | made
     (root / "index.md").write_text("target", encoding="utf-8")
     if not path.is_symlink():
         path.symlink_to(root / "index.md")
-    return {rel}
+    return {rel, "index.md"} | made
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
