@@ -195,8 +195,11 @@ def read_vault(
         raise VaultNotFoundError(str(root))
     slim_read = slim and on_note is None  # a cache may hand its slim notes over as they are
 
+    def read_file(rel: str) -> Note | NoteProblem:
+        return _read_or_problem(root_path, rel, settings, known_langs, cache, slim_read)
+
     def read_one(rel: str) -> Note | NoteProblem:
-        outcome = _read_or_problem(root_path, rel, settings, known_langs, cache, slim_read)
+        outcome = read_file(rel)
         return slim_note(outcome) if slim and isinstance(outcome, Note) else outcome
 
     if kept is not None and changed is not None:
@@ -214,7 +217,7 @@ def read_vault(
     if jobs > 1 and len(files) > 1 and known_langs is None and cache is None:
         outcomes: Iterable[Note | NoteProblem] = _read_parallel(root_path, list(files), settings, jobs)
     else:
-        outcomes = (_read_or_problem(root_path, rel, settings, known_langs, cache, slim_read) for rel in files)
+        outcomes = map(read_file, files)
     for done, (rel, outcome) in enumerate(zip(files, outcomes, strict=True), 1):
         if progress is not None and (done % PROGRESS_EVERY == 0 or done == len(files)):
             progress(done, len(files))

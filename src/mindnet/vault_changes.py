@@ -20,7 +20,7 @@ import bisect
 import os
 import stat
 import unicodedata
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,9 +100,15 @@ def _insert(items: list[str], rel: str) -> None:
 
 
 def _remove(items: list[str], rel: str) -> None:
-    at = bisect.bisect_left(items, rel)
-    if at < len(items) and items[at] == rel:
+    at = _position(items, rel)
+    if at is not None:
         del items[at]
+
+
+def _position(items: Sequence[str], rel: str) -> int | None:
+    """Where `rel` is in the sorted `items`, or None."""
+    at = bisect.bisect_left(items, rel)
+    return at if at < len(items) and items[at] == rel else None
 
 
 class KeptRead:
@@ -151,8 +157,7 @@ class KeptRead:
         fresh: dict[str, Note | NoteProblem] = {}
         for rel in changed:
             read.pop(rel, None)
-            at = bisect.bisect_left(listing.files, rel)
-            if at < len(listing.files) and listing.files[at] == rel:
+            if _position(listing.files, rel) is not None:
                 fresh[rel] = read[rel] = read_one(rel)
         if cache is not None:
             cache.only_gone([rel for rel in changed if rel in before and rel not in fresh])
