@@ -218,6 +218,7 @@ def test_a_watching_resident_reads_a_save_without_walking_the_vault(tmp_path: Pa
         _wait(lambda: resident.state.imports == 2)
         assert resident.state.last_import is not None and resident.state.last_import["notes_changed"] == 1
         assert len(walks) == 1
+        assert resident.state.last_event is not None and " notes/n2.md" in resident.state.last_event
         (root / "more").mkdir()
         (root / "more" / "m.md").write_text("# More\n", encoding="utf-8")
         _wait(lambda: resident.state.last_import is not None and resident.state.last_import["notes_new"] == 1)

@@ -460,12 +460,10 @@ class Resident:
         seen = sorted(changes, key=lambda c: c[1])
         if not seen:
             return
+        rels = [vault_relative(self.root, p) for _, p in seen]
         kind, path = seen[0]
-        root = self.root.resolve()
-        rel = Path(path).relative_to(root) if Path(path).is_relative_to(root) else Path(path)
         more = f" (+{len(seen) - 1} more)" if len(seen) > 1 else ""
-        self.state.last_event = f"{getattr(kind, 'name', kind)} {rel.as_posix()}{more}"
+        self.state.last_event = f"{getattr(kind, 'name', kind)} {rels[0] if rels[0] is not None else path}{more}"
         self.state.last_event_at = time.time()
         log.info("change %s", printable(self.state.last_event))  # a file name may hold a newline
-        rels = [vault_relative(self.root, p) for _, p in seen]
         self.request_import(changed=None if None in rels else [r for r in rels if r is not None])
