@@ -384,3 +384,20 @@ def test_progress_in_a_pipe_is_silent_for_a_short_import_and_says_counts_and_tim
     assert said[-1] == "chunk: 1000/1000 in 1m40s"
     lines("chunk", 1000, 1000)
     assert len(out.getvalue().splitlines()) == len(said)
+
+
+def test_a_stage_that_starts_late_says_its_time_left_only_once_its_rate_is_known() -> None:
+    """A stage that reports in batches first calls with a batch done: that one call says the counts alone,
+    not "about 0s left", and the estimate that follows is its own rate since then."""
+    out, clock = io.StringIO(), _Clock()
+    lines = cli_queries.ProgressLines(out, clock)
+    lines("read", 1, 10)
+    clock.now = 30.0
+    lines("link", 256, 2560)  # the import has run for a while: a new stage says where it is at once
+    assert out.getvalue().splitlines() == ["link: 256/2560"]
+    clock.now = 40.0
+    lines("link", 512, 2560)  # 256 in 10 s since its first call: 2048 more take 80 s
+    assert out.getvalue().splitlines()[-1] == "link: 512/2560 in 10s, about 1m20s left"
+    clock.now = 45.0
+    lines("link", 2560, 2560)
+    assert out.getvalue().splitlines()[-1] == "link: 2560/2560 in 15s"

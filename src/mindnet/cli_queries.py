@@ -387,15 +387,22 @@ class ProgressLines:
     """Progress where no bar can be drawn (a pipe, a log file), as plain lines on stderr (issue 27: a
     long import in a pipe said nothing until it ended): a stage still running `EVERY` seconds after
     the first call says its counts and the time left, again every `EVERY` seconds, and once more
-    when it ends. A short import stays silent."""
+    when it ends. A short import stays silent.
+
+    The time left is the stage's own rate since its first call, over the work done since then: a stage that
+    reports in batches first calls with a batch already done, and an estimate from that one call was
+    "about 0s left" with nine tenths of the work ahead. Until the stage has run `MEASURED` seconds, its line
+    says the counts alone."""
 
     EVERY = 10.0
+    MEASURED = 1.0
 
     def __init__(self, stream: Any, clock: Any = time.monotonic) -> None:
         self.stream = stream
         self.clock = clock
         self._began: float | None = None
-        self._started: dict[str, float] = {}
+        self._started: dict[str, tuple[float, int]] = {}
+        """Stage → (when it first called, its count then)."""
         self._said: dict[str, float] = {}
         """Stage → when it last said a line (absent: never; infinite: its last line is said)."""
 
@@ -403,7 +410,7 @@ class ProgressLines:
         now = self.clock()
         if self._began is None:
             self._began = now
-        started = self._started.setdefault(stage, now)
+        started, done_then = self._started.setdefault(stage, (now, done))
         said = self._said.get(stage)
         if said == float("inf"):
             return
@@ -413,8 +420,12 @@ class ProgressLines:
             return
         self._said[stage] = float("inf") if finished else now
         elapsed = now - started
-        left = f", about {_duration(elapsed / done * (total - done))} left" if 0 < done < total else ""
-        self.stream.write(f"{stage}: {done}/{total} in {_duration(elapsed)}{left}\n")
+        line = f"{stage}: {done}/{total}"
+        if finished or elapsed >= self.MEASURED:
+            line += f" in {_duration(elapsed)}"
+        if not finished and elapsed >= self.MEASURED and done > done_then:
+            line += f", about {_duration(elapsed / (done - done_then) * (total - done))} left"
+        self.stream.write(line + "\n")
         self.stream.flush()
 
 
