@@ -329,6 +329,8 @@ def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tup
                                                        note_lexical_weight_other=1.0)))
     elif mode == "dense-all":  # mindnet's dense representation: chunk and note-level lists, plain RRF
         cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}, notes=lists.notes), alone))
+    elif mode == "dense-max":  # mindnet's dense vectors as one list: a note by its closest chunk or window
+        return _closest_notes(r, [*lists.dense, *lists.notes])
     elif mode == "lexical-all":  # mindnet's BM25 representation: chunk and note-level lists, plain RRF
         both = dataclasses.replace(alone, lexical_weight_same=1.0, lexical_weight_other=1.0,
                                    note_lexical_weight_same=1.0, note_lexical_weight_other=1.0)
@@ -337,6 +339,15 @@ def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tup
     else:
         cands = rank_notes(fuse(q.query, lists, tuning, r.feedback), lists, tuning, tuning.note_sum_weight)
     return [(judgement_key(r, c.payload), c.score) for c in cands]
+
+
+def _closest_notes(r: Replay, points: Sequence[ScoredPoint]) -> list[tuple[str, float]]:
+    """Notes by their best cosine among `points`, best first: one list over several kinds of vector, scored
+    as the fixed-window baseline scores its windows (a note by its closest one), with no fusion knob."""
+    best: dict[str, float] = {}
+    for p in sorted(points, key=lambda p: -p.score):
+        best.setdefault(judgement_key(r, p.payload), p.score)
+    return list(best.items())
 
 
 def judgement_key(r: Replay, payload: dict[str, Any]) -> str:
@@ -714,7 +725,8 @@ def single_scores(cl: CellLists) -> dict[str, float]:
            "dense": replay(cl.real, "dense", SearchTuning())["all"].ndcg_5}
     if any(lists.notes for lists in cl.real.lists):
         for label, mode in (("dense notes", "dense-notes"), ("bm25 notes", "lexical-notes"),
-                            ("dense chunks+notes", "dense-all"), ("bm25 chunks+notes", "lexical-all")):
+                            ("dense chunks+notes", "dense-all"), ("dense chunks∪notes (max)", "dense-max"),
+                            ("bm25 chunks+notes", "lexical-all")):
             out[label] = replay(cl.real, mode, SearchTuning())["all"].ndcg_5
     return out
 
