@@ -291,14 +291,23 @@ class Replay:
 
 
 def cached_feedback(searcher: Searcher, pool: int) -> FeedbackSearch:
-    """`searcher.feedback_search(pool)` remembering every answer (the store does not change)."""
+    """`searcher.feedback_search(pool)` remembering every answer (the store does not change).
+
+    An answer is kept as its ids and scores, and each chunk's payload once per store: a replay asks for
+    a feedback query per question and setting, and `loo --e5` kept 24 GB of answers (each with its own
+    copy of ~50 whole payloads) before the kernel killed it."""
     run = searcher.feedback_search(pool)
-    seen: dict[SparseVec, list[ScoredPoint]] = {}
+    payloads: dict[str, dict[str, Any]] = {}
+    ids: dict[str, str] = {}  # one string per chunk id, shared by every answer that holds it
+    seen: dict[SparseVec, tuple[tuple[str, float], ...]] = {}
 
     def search(vector: SparseVec) -> list[ScoredPoint]:
         if vector not in seen:
-            seen[vector] = list(run(vector))
-        return seen[vector]
+            hits = run(vector)
+            for p in hits:
+                payloads.setdefault(p.id, p.payload)
+            seen[vector] = tuple((ids.setdefault(p.id, p.id), p.score) for p in hits)
+        return [ScoredPoint(i, score, payloads[i]) for i, score in seen[vector]]
 
     return search
 
