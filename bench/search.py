@@ -1122,15 +1122,19 @@ def print_e5_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
     cols["default, no e5"] = {n: r["choices"]["hybrid"][default][n] for n in names}
     cols["default + e5"] = {n: r["choices"]["hybrid + e5"][default][n] for n in names}
     picks = {}
+    rules = "e5 by language" in r["choices"]  # absent after `--no-e5-rules`
     for label, choice in (("OOS no e5", "hybrid"), ("OOS + e5", "hybrid + e5"),
                           ("OOS no e5, 14 knobs", "hybrid (rule knobs, no e5)"),
-                          ("OOS e5 by language", "e5 by language")):
+                          *([("OOS e5 by language", "e5 by language")] if rules else [])):
         labels, h = held(choice)
         cols[label] = {n: h[n][1] for n in names}
         picks[label] = {n: labels[h[n][0]] for n in names}
     # Gains against the same 14 lexical settings without e5 (`RULE_TUNINGS`), so only the tier differs.
     cols["gain + e5"] = {n: cols["OOS + e5"][n] - cols["OOS no e5, 14 knobs"][n] for n in names}
-    cols["gain by language"] = {n: cols["OOS e5 by language"][n] - cols["OOS no e5, 14 knobs"][n] for n in names}
+    cols["gain of the default"] = {n: cols["default + e5"][n] - cols["default, no e5"][n] for n in names}
+    if rules:
+        cols["gain by language"] = {n: cols["OOS e5 by language"][n] - cols["OOS no e5, 14 knobs"][n]
+                                    for n in names}
     windows = r.get("e5_windows", {})
     print(f"\n## the e5 tier, nDCG@5 per cell (OOS: knobs picked on the other cells, leximin margin over "
           f"{reference})\n")
@@ -1147,7 +1151,7 @@ def print_e5_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
             print(f"| mean {group} ({len(members)}) | | " + " | ".join(
                 f"{statistics.mean(cols[k][n] for n in members):{'+' if k.startswith('gain') else ''}.3f}"
                 for k in cols) + " | |")
-    for label in ("OOS + e5", "OOS e5 by language"):
+    for label in picks.keys() & {"OOS + e5", "OOS e5 by language"}:
         print(f"\n{label}, held-out picks:")
         for n in names:
             print(f"  {n}: {picks[label][n]}")

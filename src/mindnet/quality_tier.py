@@ -40,16 +40,19 @@ fraction of a second later, and a large vault's rankings should not flip for tha
 vault a handful of chunks is a large share (the CI run's vault had three, one of them filled)."""
 
 
-E5_GAIN = {"same language": 0.013, "cross-lingual": 0.020, "mixed vault": 0.005}
-"""What the filled tier adds to the default hybrid search (nDCG@5, mean per kind of cell over the 12 dev
-cells of `bench/search.py loo --e5`). `mindnet status` says it, so a user can tell whether the tier is worth
-its fill time for the way they ask. Figures and how they were chosen: docs/decisions/e5-weights.md."""
+E5_GAIN = {"same language": 0.012, "cross-lingual": 0.027, "mixed vault": 0.015}
+"""What the filled tier adds to the default hybrid search (nDCG@5, mean per kind of cell over the 22 dev
+cells of `bench/search.py loo --e5 --no-e5-rules`, 2026-12-06). `mindnet status` says it, so a user can tell
+whether the tier is worth its fill time for the way they ask. Figures and how they were chosen:
+docs/decisions/e5-weights.md."""
+E5_GAIN_CELLS = 22
+"""How many bench cells `E5_GAIN` is the mean of (said with it)."""
 
 
 def e5_gain_text() -> str:
     """`E5_GAIN` in one line for `mindnet status`."""
     parts = ", ".join(f"{kind} {gain:+.3f}" for kind, gain in E5_GAIN.items())
-    return f"nDCG@5 when filled (12 bench cells): {parts}"
+    return f"nDCG@5 when filled ({E5_GAIN_CELLS} bench cells): {parts}"
 
 
 def e5_available() -> bool:
