@@ -170,6 +170,10 @@ def note_windows(note: Note, tokenizer: Tokenizer, most: int = MAX_NOTE_WINDOWS)
     matches the note read in one piece. Why token windows and not windows of whole chunks: packing
     chunks (an edit would change one window) gave shorter windows, and the leave-one-cell-out rule then
     dropped the note-level list (docs/decisions/search-representation.md). Empty for a note without prose.
+
+    The title goes first even when the text opens with a heading that says it, unlike a chunk's input
+    (`with_heading`): the model then reads the title twice, and reading it once was measured and lost
+    (issue 25's dev cells 0.807 → 0.805, foam's notes most; the same record).
     """
     body = retrieval_text(note.fulltext)
     if not body:
