@@ -1151,7 +1151,7 @@ def print_e5_tables(r: dict, reference: str) -> None:  # type: ignore[type-arg]
             print(f"| mean {group} ({len(members)}) | | " + " | ".join(
                 f"{statistics.mean(cols[k][n] for n in members):{'+' if k.startswith('gain') else ''}.3f}"
                 for k in cols) + " | |")
-    for label in picks.keys() & {"OOS + e5", "OOS e5 by language"}:
+    for label in [label for label in ("OOS + e5", "OOS e5 by language") if label in picks]:
         print(f"\n{label}, held-out picks:")
         for n in names:
             print(f"  {n}: {picks[label][n]}")
