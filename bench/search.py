@@ -139,8 +139,17 @@ from mindnet.search import (
     fuse,
     rrf_fuse,
 )
-from mindnet.search.fusion import add_part, after_first_pass, close_to_top, language_weight, rank_notes, tuned_languages
+from mindnet.search.fusion import (
+    ChunkTexts,
+    add_part,
+    after_first_pass,
+    close_to_top,
+    language_weight,
+    rank_notes,
+    tuned_languages,
+)
 from mindnet.search.fusion import ranked as ranked_points
+from mindnet.search.searcher import LIST_FIELDS
 from mindnet.store import (
     NOTE_SPARSE,
     EdgeStore,
@@ -288,6 +297,27 @@ class Replay:
     feedback: FeedbackSearch
     """The searcher's feedback query on its (still open) store, cached per query vector: the
     feedback list depends on the first-pass ranking, so each setting may ask for another one."""
+    texts: ChunkTexts | None = None
+    """The chunks' texts by id from the same store (`cached_texts`), for the feedback query's words: the
+    lists hold `REPLAY_FIELDS` only. None: the lists' payloads hold the texts."""
+
+
+REPLAY_FIELDS = (*LIST_FIELDS, "path")
+"""The payload fields a replay reads with every candidate: what fusion reads (`LIST_FIELDS`, as `search`
+does) and the path a BEIR cell judges by. Whole payloads made `loo` hold 7 GB of fetched lists."""
+
+
+def cached_texts(searcher: Searcher) -> ChunkTexts:
+    """`searcher.chunk_texts` remembering every text it read (the store does not change)."""
+    known: dict[str, str] = {}
+
+    def texts(ids: Sequence[str]) -> dict[str, str]:
+        if missing := list(dict.fromkeys(i for i in ids if i not in known)):
+            known.update(dict.fromkeys(missing, ""))
+            known.update(searcher.chunk_texts(missing))
+        return {i: known[i] for i in ids}
+
+    return texts
 
 
 def cached_feedback(searcher: Searcher, pool: int) -> FeedbackSearch:
@@ -296,7 +326,7 @@ def cached_feedback(searcher: Searcher, pool: int) -> FeedbackSearch:
     An answer is kept as its ids and scores, and each chunk's payload once per store: a replay asks for
     a feedback query per question and setting, and `loo --e5` kept 24 GB of answers (each with its own
     copy of ~50 whole payloads) before the kernel killed it."""
-    run = searcher.feedback_search(pool)
+    run = searcher.feedback_search(pool, fields=REPLAY_FIELDS)
     payloads: dict[str, dict[str, Any]] = {}
     ids: dict[str, str] = {}  # one string per chunk id, shared by every answer that holds it
     seen: dict[SparseVec, tuple[tuple[str, float], ...]] = {}
@@ -314,10 +344,10 @@ def cached_feedback(searcher: Searcher, pool: int) -> FeedbackSearch:
 
 def _fetch(name: str, searcher: Searcher, queries: list[EvalQuery], key: dict[str, str] | None) -> Replay:
     started = time.perf_counter()
-    lists = [searcher.candidate_lists(q.query, POOL) for q in queries]
+    lists = [searcher.candidate_lists(q.query, POOL, fields=REPLAY_FIELDS) for q in queries]
     print(f"  {name}: {len(queries)} questions fetched in {time.perf_counter() - started:.0f}s", file=sys.stderr,
           flush=True)
-    return Replay(name, queries, lists, key, cached_feedback(searcher, POOL))
+    return Replay(name, queries, lists, key, cached_feedback(searcher, POOL), cached_texts(searcher))
 
 
 def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tuple[str, float]]:
@@ -346,7 +376,7 @@ def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tup
         cands = best_per_note(fuse(q.query, CandidateLists((), lists.lexical, {}, notes_lexical=lists.notes_lexical),
                                    both))
     else:
-        cands = rank_notes(fuse(q.query, lists, tuning, r.feedback), lists, tuning, tuning.note_sum_weight)
+        cands = rank_notes(fuse(q.query, lists, tuning, r.feedback, r.texts), lists, tuning, tuning.note_sum_weight)
     return [(judgement_key(r, c.payload), c.score) for c in cands]
 
 
@@ -850,7 +880,7 @@ def rule_tunings() -> list[SearchTuning]:
 
 
 def fuse_e5_by_language(query: str, lists: CandidateLists, tuning: SearchTuning, rule: E5ByLanguage,
-                        feedback: FeedbackSearch | None = None) -> list[_Cand]:
+                        feedback: FeedbackSearch | None = None, texts: ChunkTexts | None = None) -> list[_Cand]:
     """`fuse` with the e5 list weighted per chunk by `rule` instead of one `e5_weight`.
 
     Same steps in the same order (dense floor, RRF of the lists by chunk or note ranks, feedback,
@@ -873,14 +903,14 @@ def fuse_e5_by_language(query: str, lists: CandidateLists, tuning: SearchTuning,
         w = language_weight(p, langs, tuning.lexical_weight_same, tuning.lexical_weight_other)
         add_part(out, p, w / (tuning.rrf_k + rank), "lexical")
     first = sorted(out.values(), key=lambda c: -c.score)
-    return after_first_pass(first, lists, dense, tuning, feedback)
+    return after_first_pass(first, lists, dense, tuning, feedback, texts)
 
 
 def replay_rule(r: Replay, tuning: SearchTuning, rule: E5ByLanguage) -> float:
     """nDCG@5 of hybrid with the e5 list weighted by `rule`, note ranking as `search` does."""
     ranked = []
     for i, q in enumerate(r.queries):
-        cands = best_per_note(fuse_e5_by_language(q.query, r.lists[i], tuning, rule, r.feedback),
+        cands = best_per_note(fuse_e5_by_language(q.query, r.lists[i], tuning, rule, r.feedback, r.texts),
                               tuning.note_sum_weight)
         ranked.append([judgement_key(r, c.payload) for c in cands[:10]])
     return metrics_of(r, ranked)["all"].ndcg_5

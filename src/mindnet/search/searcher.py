@@ -273,16 +273,17 @@ class Searcher:
             cands = self._expand(self._complete(cands[: t.expand_top]) + cands[t.expand_top:], vector, flt)
         return cands, lists
 
-    def candidate_lists(self, query: str, pool: int, flt: Filter | None = None) -> CandidateLists:
+    def candidate_lists(self, query: str, pool: int, flt: Filter | None = None,
+                        fields: Sequence[str] | None = None) -> CandidateLists:
         """The dense, e5 (when the tier is there) and lexical lists and the query's language odds:
-        everything `fuse` needs.
+        everything `fuse` needs, each candidate with `fields` of its payload (None: all of it).
 
         Public so `bench/search.py` can fetch the lists once per question and try many fusion
         settings on them without asking the store again.
         """
-        e5_list = self._e5_list(query, self._quality_for("hybrid"), pool, flt, fields=None)
+        e5_list = self._e5_list(query, self._quality_for("hybrid"), pool, flt, fields=fields)
         vector = self.embedder.embed_query(query)
-        return self._lists(query, vector, pool, flt, e5_list, titles=True, every=True, fields=None)
+        return self._lists(query, vector, pool, flt, e5_list, titles=True, every=True, fields=fields)
 
     def _lists(self, query: str, vector: Sequence[float], pool: int, flt: Filter | None, e5_list: _Later | None,
                *, titles: bool, every: bool = False, fields: Sequence[str] | None = LIST_FIELDS) -> CandidateLists:
