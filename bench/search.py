@@ -628,7 +628,7 @@ TITLE_WEIGHTS = tuple((other, same) for other in (0.5, 1.0, 2.0) for same in (0.
 
 
 def loo_tunings() -> list[SearchTuning]:
-    """The knob settings `loo` chooses from (188); the current default is among them.
+    """The knob settings `loo` chooses from (190); the current default is among them.
 
     Each setting is replayed over every question of every cell (a new feedback query costs a store
     search), so the knobs that never won in `grid` (title boost, rrf_k 40/60, heavy note sums) or in
@@ -1865,13 +1865,13 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--tunings", choices=tuple(TUNINGS), default="notes",
                     help="the settings replayed: `notes` (issue 25's note-level lists, default) or `joint`")
     lo.add_argument("--representation", choices=tuple(REPRESENTATIONS), default=None,
-                    help="store and query with this representation (own --work) and replay the joint grid")
+                    help="store and query with this representation (own --work); with --tunings joint for the "
+                         "joint grid")
     lo.add_argument("--out", default=None, help="write the figures (JSON) here, for `loo-table`")
     lo.add_argument("--e5", action="store_true", help="fill the e5 tier of every cell's store and measure it")
     lo.add_argument("--e5-fixed", action="store_true", help="with --e5: the fixed-window baselines too")
     lo.add_argument("--no-e5-rules", action="store_true",
-                    help="with --e5: leave out the per-language e5 rules (224 more replays; their cached feedback "
-                         "answers took 18 GB over 22 cells)")
+                    help="with --e5: leave out the per-language e5 rules (420 more settings replayed)")
     lo.add_argument("--e5-latency", default="", help="with --e5: time e5's query cost on this cell (50 queries)")
     ho = sub.add_parser("heldout", help="the report-only cells (msdocs, zettlr) at the current defaults")
     ho.add_argument("--work", default="/tmp/mindnet-bench-loo", help="stores, built once and reused (as loo's)")
