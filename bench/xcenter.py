@@ -1,6 +1,7 @@
 """Cross-lingual dense candidates (issue 15): language centering and dense feedback, out of sample.
 
-    nice -n 10 .venv/bin/python bench/xcenter.py run --work DIR --cells "foam en→en,foam de→en,rust,xquad" --max-queries 100 --out X.json
+    nice -n 10 .venv/bin/python bench/xcenter.py run --work DIR --cells "foam en→en,foam de→en,rust,xquad" \
+        --max-queries 100 --out X.json
     .venv/bin/python bench/xcenter.py table X.json
 
 In the cross-lingual cells BM25 is nearly useless and the default is about the dense list, so
