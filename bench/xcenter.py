@@ -1,6 +1,6 @@
 """Cross-lingual dense candidates (issue 15): language centering and dense feedback, out of sample.
 
-    nice -n 10 .venv/bin/python bench/xcenter.py run --work DIR --cells "foam en→en,foam de→en,rust,xquad" \
+    nice -n 10 .venv/bin/python bench/xcenter.py run --work DIR --cells "foam en→en,foam de→en,rust,xquad" \\
         --max-queries 100 --out X.json
     .venv/bin/python bench/xcenter.py table X.json
 
