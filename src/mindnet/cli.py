@@ -406,7 +406,7 @@ def lint(
     paths: Annotated[list[Path] | None, typer.Argument(help="A vault folder, or note files of one vault.")] = None,
     vault: Annotated[
         Path | None,
-        typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian).",
+        typer.Option("--vault", help="Vault of file arguments (default: nearest mindnet.toml/.obsidian/.mindnet).",
                      callback=_home),
     ] = None,
     config: ConfigOpt = None,
