@@ -208,7 +208,7 @@ def test_single_file_lint_reports_the_duplicate_it_keeps(vault: Path) -> None:
 
 def test_warm_cache_reads_only_the_linted_file(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     run(vault)
-    assert (vault / lint_cache.CACHE_PATH).is_file()
+    assert lint_cache.cache_file(vault, Settings()).is_file()
     reads: list[str] = []
     real = lint_cache.read_note
 
@@ -256,14 +256,14 @@ def test_cache_sees_a_same_size_edit_that_restores_the_mtime(vault: Path) -> Non
 def test_cache_keeps_no_recently_changed_file(vault: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(file_stat, "RACY_SECONDS", 3600.0)  # every file counts as just written
     assert positions(run(vault)) == GOLD
-    assert json.loads((vault / lint_cache.CACHE_PATH).read_text(encoding="utf-8"))["files"] == {}
+    assert json.loads(lint_cache.cache_file(vault, Settings()).read_text(encoding="utf-8"))["files"] == {}
 
 
 def test_corrupt_cache_is_rebuilt(vault: Path) -> None:
     (vault / ".mindnet").mkdir()
-    (vault / lint_cache.CACHE_PATH).write_text("{not json", encoding="utf-8")
+    lint_cache.cache_file(vault, Settings()).write_text("{not json", encoding="utf-8")
     assert positions(run(vault)) == GOLD
-    assert json.loads((vault / lint_cache.CACHE_PATH).read_text(encoding="utf-8"))["key"].startswith("2:")
+    assert json.loads(lint_cache.cache_file(vault, Settings()).read_text(encoding="utf-8"))["key"].startswith("2:")
 
 
 def test_files_outside_or_missing_are_reported_and_other_types_ignored(vault: Path, tmp_path: Path) -> None:

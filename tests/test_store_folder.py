@@ -57,6 +57,19 @@ def test_lint_cache_folder_is_ignored_too(vault: Path, capsys: pytest.CaptureFix
     assert (vault / ".mindnet" / ".gitignore").read_text(encoding="utf-8") == STORE_GITIGNORE
 
 
+def test_lint_keeps_its_index_in_a_store_folder_outside_the_vault(
+    vault: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "outside" / "store"
+    monkeypatch.setenv("MINDNET_STORE", str(store))
+    with pytest.raises(SystemExit):
+        cli.main(["lint", str(vault)])
+    capsys.readouterr()
+    assert (store / "lint-index.json").is_file()
+    assert (store / ".gitignore").read_text(encoding="utf-8") == STORE_GITIGNORE
+    assert not (vault / ".mindnet").exists()  # a vault in a sync folder gets nothing from lint
+
+
 def test_a_store_folder_mindnet_creates_elsewhere_gets_one(vault: Path, tmp_path: Path) -> None:
     store = tmp_path / "outside" / "store"
     _import(vault, Settings(store_path=str(store)))

@@ -417,7 +417,7 @@ def lint(
     select: Annotated[list[str] | None, typer.Option("--select", help="Only these codes or prefixes.")] = None,
     ignore: Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes/prefixes.")] = None,
     fix: Annotated[bool, typer.Option("--fix", help="Fill id/title/created, normalise tags.")] = False,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="No VAULT/.mindnet/lint-index.json.")] = False,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="No lint-index.json in the store folder.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON for programs (--format json).")] = False,
 ) -> None:
     """Check vault hygiene: required fields, YAML, links, duplicate ids, id and tag schemes."""

@@ -11,7 +11,7 @@ Modules, in pipeline order: `rules` (`Finding`, the checks of one note), `format
 """
 
 from ..vault_paths import VAULT_MARKERS, find_vault_root, group_paths
-from .cache import CACHE_PATH, IndexEntry, VaultIndex, refresh_index
+from .cache import CACHE_FILE, IndexEntry, VaultIndex, cache_file, refresh_index
 from .fixes import FixError, FixSummary, fix_notes, fix_text
 from .formats import FORMATS, format_findings, parse_codes, summary_line
 from .rules import (
@@ -30,7 +30,7 @@ from .runner import LintReport, LintRun, lint_vault, run_lint
 from .runner import _display_prefix as _display_prefix  # the CLI tests build expected paths with it
 
 __all__ = [
-    "CACHE_PATH",
+    "CACHE_FILE",
     "FORMATS",
     "RULES",
     "VAULT_MARKERS",
@@ -44,6 +44,7 @@ __all__ = [
     "Rule",
     "Severity",
     "VaultIndex",
+    "cache_file",
     "check_note",
     "compile_id_scheme",
     "find_vault_root",

@@ -3,8 +3,8 @@
 A pre-commit hook lints only the staged files, but their links must still resolve against the
 whole vault (issue: `mindnet lint`, point 3). Reading 3,000 notes for that takes over a second;
 this module keeps, per note file, only what `links.Resolver` and the duplicate-id check look at
-(path, id, whether the id was written, title, aliases, the line of `id`) in
-`VAULT/.mindnet/lint-index.json`, keyed by the file's stat key (mtime, ctime, size, inode; see
+(path, id, whether the id was written, title, aliases, the line of `id`) in `lint-index.json` in the vault's
+store folder (`cache_file`), keyed by the file's stat key (mtime, ctime, size, inode; see
 `file_stat`). A warm run walks the folder, stats every file and re-reads only the files whose key
 changed; files changed in the last 2 s are never cached (git's racy-clean rule).
 
@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings, prepare_store_dir
+from ..config import Settings, prepare_store_dir, store_dir
 from ..errors import NoteError
 from ..file_stat import StatKey, is_racy, stat_key
 from ..vault import Note, NoteProblem, discover, read_note, stat_note
 
-CACHE_PATH = ".mindnet/lint-index.json"
-"""Vault-relative; `.mindnet/` is never read as notes (vault.EXCLUDED_DIRS)."""
+CACHE_FILE = "lint-index.json"
+"""The index's file name in the vault's store folder (`cache_file`)."""
 SCHEMA = 2
 """Bump when an entry's meaning changes (e.g. how a default title is found), to drop old caches.
 2: the stat key holds ctime and inode besides mtime and size."""
@@ -104,7 +104,7 @@ def refresh_index(root: Path, settings: Settings, *, use_cache: bool = True, kee
     Args:
         root: the vault folder.
         settings: reading settings (size limit); lint passes non-strict ones so every file is read.
-        use_cache: read and write `VAULT/.mindnet/lint-index.json`; False reads every file.
+        use_cache: read and write the index (`cache_file`); False reads every file.
         keep: vault paths whose parsed `Note` the caller wants back in `read` (all when it holds "*").
     """
     files, attachments, walk_problems = discover(root)
@@ -158,9 +158,16 @@ def _key(settings: Settings) -> str:
     return f"{SCHEMA}:{settings.max_file_bytes}:{settings.frontmatter_max_nodes}:{settings.frontmatter_max_depth}"
 
 
+def cache_file(root: Path, settings: Settings) -> Path:
+    """Where the index of the vault at `root` is kept: in its store folder (`config.store_dir`, `VAULT/.mindnet/`
+    unless `--store`, `MINDNET_STORE` or `store_path` move it), so a vault whose store lives outside it (a vault in
+    a sync folder) gets no file from lint either; `.mindnet/` is never read as notes (vault.EXCLUDED_DIRS)."""
+    return store_dir(root, settings) / CACHE_FILE
+
+
 def _load(root: Path, settings: Settings) -> dict[str, IndexEntry]:
     try:
-        data = json.loads((root / CACHE_PATH).read_text(encoding="utf-8"))
+        data = json.loads(cache_file(root, settings).read_text(encoding="utf-8"))
         if data.get("key") != _key(settings):
             return {}
         return {rel: _entry(rel, row) for rel, row in data["files"].items()}
@@ -200,7 +207,7 @@ def _save(root: Path, settings: Settings, entries: Iterable[IndexEntry]) -> None
         for e in entries
         if e.key is not None and not is_racy(e.key, now_ns)
     }
-    target = root / CACHE_PATH
+    target = cache_file(root, settings)
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         prepare_store_dir(target.parent)

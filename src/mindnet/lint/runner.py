@@ -85,7 +85,7 @@ def lint_vault(
             pass anything staged.
         select: only report codes starting with one of these (all when empty).
         ignore: never report codes starting with one of these.
-        use_cache: keep the vault index in `VAULT/.mindnet/lint-index.json` (see `lint.cache`).
+        use_cache: keep the vault index in the store folder's `lint-index.json` (`lint.cache.cache_file`).
 
     Raises:
         VaultNotFoundError: the vault folder does not exist.
