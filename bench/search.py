@@ -366,7 +366,7 @@ def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tup
         cands = best_per_note(fuse(q.query, CandidateLists((), (), {}, notes_lexical=lists.notes_lexical),
                                    dataclasses.replace(alone, note_lexical_weight_same=1.0,
                                                        note_lexical_weight_other=1.0)))
-    elif mode == "dense-all":  # mindnet's dense representation: chunk and note-level lists, plain RRF
+    elif mode == "dense-all":  # mindnet's dense representation: chunk and note lists by RRF, the notes at 0.5
         cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}, notes=lists.notes), alone))
     elif mode == "dense-max":  # mindnet's dense vectors as one list: a note by its closest chunk or window
         return _closest_notes(r, [*lists.dense, *lists.notes])
@@ -755,7 +755,8 @@ def plain_bm25_metrics(cl: CellLists) -> dict[str, Metrics]:
 
 def single_scores(cl: CellLists) -> dict[str, float]:
     """nDCG@5 of each single list of a cell (knob-free: one list, ranked per note by its best chunk), then
-    the note-level lists alone and each kind's lists fused by plain RRF (mindnet's dense and BM25), and
+    the note-level lists alone and each kind's lists fused by RRF (mindnet's dense and BM25: the note windows
+    list at the default's `note_weight`, 0.5, the BM25 lists at 1), and
     issue 25's naive lexical baseline (`PLAIN_BM25`)."""
     out = {"bm25 (fixed)": replay(cl.fixed, "lexical", SearchTuning())["all"].ndcg_5,
            "dense (fixed)": replay(cl.fixed, "dense", SearchTuning())["all"].ndcg_5,
@@ -1197,7 +1198,7 @@ HELD_OUT_ROWS: tuple[tuple[str, str, str], ...] = (
     ("bm25 chunks+notes", "real", "lexical-all"), ("dense chunks+notes", "real", "dense-all"),
     ("hybrid default", "real", "hybrid"))
 """The rows of `heldout`: (label, which store's lists, mode). "bm25"/"dense" are the chunk lists alone;
-"... chunks+notes" add the note-level list of the same kind by plain RRF, as `loo`'s singles do (mindnet's
+"... chunks+notes" add the note-level list of the same kind by RRF, as `loo`'s singles do (mindnet's
 whole dense or BM25 representation). The hybrid row is `SearchTuning()`,
 with the e5 list in it when `--e5` filled the tier (as `serve` searches)."""
 HELD_OUT_E5_ROW = ("dense e5", "real", "dense-e5")
