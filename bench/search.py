@@ -327,17 +327,13 @@ def cached_feedback(searcher: Searcher, pool: int) -> FeedbackSearch:
     a feedback query per question and setting, and `loo --e5` kept 24 GB of answers (each with its own
     copy of ~50 whole payloads) before the kernel killed it."""
     run = searcher.feedback_search(pool, fields=REPLAY_FIELDS)
-    payloads: dict[str, dict[str, Any]] = {}
-    ids: dict[str, str] = {}  # one string per chunk id, shared by every answer that holds it
-    seen: dict[SparseVec, tuple[tuple[str, float], ...]] = {}
+    chunks: dict[str, tuple[str, dict[str, Any]]] = {}  # id -> (that id, its payload), shared by every answer
+    seen: dict[SparseVec, tuple[tuple[tuple[str, dict[str, Any]], float], ...]] = {}
 
     def search(vector: SparseVec) -> list[ScoredPoint]:
         if vector not in seen:
-            hits = run(vector)
-            for p in hits:
-                payloads.setdefault(p.id, p.payload)
-            seen[vector] = tuple((ids.setdefault(p.id, p.id), p.score) for p in hits)
-        return [ScoredPoint(i, score, payloads[i]) for i, score in seen[vector]]
+            seen[vector] = tuple((chunks.setdefault(p.id, (p.id, p.payload)), p.score) for p in run(vector))
+        return [ScoredPoint(chunk_id, score, payload) for (chunk_id, payload), score in seen[vector]]
 
     return search
 
@@ -366,7 +362,7 @@ def replay_notes(r: Replay, i: int, mode: str, tuning: SearchTuning) -> list[tup
         cands = best_per_note(fuse(q.query, CandidateLists((), (), {}, notes_lexical=lists.notes_lexical),
                                    dataclasses.replace(alone, note_lexical_weight_same=1.0,
                                                        note_lexical_weight_other=1.0)))
-    elif mode == "dense-all":  # mindnet's dense representation: chunk and note lists by RRF, the notes at 0.5
+    elif mode == "dense-all":  # mindnet's dense representation: chunk and note lists by RRF at `note_weight`
         cands = best_per_note(fuse(q.query, CandidateLists(lists.dense, (), {}, notes=lists.notes), alone))
     elif mode == "dense-max":  # mindnet's dense vectors as one list: a note by its closest chunk or window
         return _closest_notes(r, [*lists.dense, *lists.notes])
